@@ -1,0 +1,277 @@
+"""SimConfig: everything a run needs, validated, with a default for every field.
+
+`SimConfig()` (or `{}` through the API) is the default dashboard run: skx, two sockets, `menu`,
+a light mixed load, one simulated second. Limits are checked here, before any work starts, with
+messages that name the field and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.platforms import BUILTIN_PLATFORMS, Platform
+
+MAX_CPUS = 512
+MAX_DURATION_MS = 60_000.0
+# The kernel preallocates per-event sample arrays: this bounds memory (about 60 bytes per event).
+MAX_EXPECTED_EVENTS = 20_000_000
+
+GovernorName = Literal["menu", "teo", "ladder", "oracle", "fixed"]
+Mechanism = Literal["ipi", "mwait_rfc", "tif_polling"]
+WorkDistribution = Literal["exponential", "fixed"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Topology(_Model):
+    """Sockets and cores; `cores_per_socket` defaults to the platform's typical part."""
+
+    sockets: Annotated[int, Field(ge=1, le=8)] = 2
+    cores_per_socket: Annotated[int | None, Field(ge=1, le=256)] = None
+
+
+class GovernorConfig(_Model):
+    """The cpuidle governor. `fixed` always asks for `fixed_state` (the C1-only experiments)."""
+
+    name: GovernorName = "menu"
+    fixed_state: str | None = Field(
+        default=None, description="State name for the `fixed` governor (default: deepest enabled)."
+    )
+
+
+class StatesConfig(_Model):
+    """Which states may be used, and how they are entered."""
+
+    disabled: list[str] = Field(default_factory=list, description="State names disabled, as in sysfs `disable`.")
+    irq_enable: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Per-state override of CPUIDLE_FLAG_IRQ_ENABLE (enter with interrupts enabled).",
+    )
+    latency_limit_us: Annotated[float | None, Field(ge=0)] = Field(
+        default=None, description="PM QoS CPU latency limit in microseconds (0 = POLL only); none if unset."
+    )
+
+
+class TickConfig(_Model):
+    hz: Literal[100, 250, 300, 1000] = 250
+    nohz: bool = Field(default=True, description="Let the governor stop the tick while idle (NO_HZ_IDLE).")
+    handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=1.5, description="Tick handler time (estimate)."
+    )
+
+
+class TimerSource(_Model):
+    """A cyclictest-like periodic timer: a thread sleeps until each expiry, then runs `work_us`."""
+
+    period_us: Annotated[float, Field(gt=0, le=10_000_000)] = 1000.0
+    cpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+    handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=0.5, description="hrtimer interrupt handler time, including the task wake-up (estimate)."
+    )
+    work_us: Annotated[float, Field(ge=0, le=1_000_000)] = 2.0
+
+
+class InterruptSource(_Model):
+    """Device interrupts: a Poisson stream per CPU. Not visible to the governor."""
+
+    rate_hz: Annotated[float, Field(ge=0, le=1_000_000)] = 200.0
+    handler_us: Annotated[float, Field(ge=0, le=10_000)] = 3.0
+    work_us: Annotated[float, Field(ge=0, le=1_000_000)] = 10.0
+    work_distribution: WorkDistribution = "exponential"
+    cpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+
+
+class IpiSource(_Model):
+    """No-wait `smp_call_function_single()`: each sender CPU calls at `rate_hz` (Poisson)."""
+
+    rate_hz: Annotated[float, Field(ge=0, le=1_000_000)] = 50.0
+    same_socket_share: Annotated[float, Field(ge=0, le=1)] = 0.5
+    function_us: Annotated[float, Field(ge=0, le=10_000)] = 1.0
+    senders: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+    targets: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+
+
+class SchedWakeupSource(_Model):
+    """A task woken on another CPU (try_to_wake_up through the wake list): same wake mechanisms."""
+
+    rate_hz: Annotated[float, Field(ge=0, le=1_000_000)] = 100.0
+    same_socket_share: Annotated[float, Field(ge=0, le=1)] = 0.7
+    work_us: Annotated[float, Field(ge=0, le=1_000_000)] = 30.0
+    work_distribution: WorkDistribution = "exponential"
+    senders: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+    targets: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+
+
+class WakeupsConfig(_Model):
+    tick: TickConfig = Field(default_factory=TickConfig)
+    timers: list[TimerSource] = Field(default_factory=lambda: [TimerSource(period_us=4000.0)])
+    interrupts: InterruptSource = Field(default_factory=InterruptSource)
+    ipis: IpiSource = Field(default_factory=IpiSource)
+    sched_wakeups: SchedWakeupSource = Field(default_factory=SchedWakeupSource)
+
+
+class IpiWakeupConfig(_Model):
+    """How an idle target is woken: an IPI, the 2012 RFC's idle word, or mainline's polling flag."""
+
+    mechanism: Mechanism = "tif_polling"
+    read_before_cmpxchg: bool = Field(
+        default=False, description="mwait_rfc: plain read of the idle word before the locked cmpxchg."
+    )
+    irqs_off_across_wake: bool = Field(
+        default=False, description="mwait_rfc: sender keeps interrupts off from WAKING to WOKENUP."
+    )
+
+
+class CostsConfig(_Model):
+    """Overrides of the platform's cost model (see `Platform.costs`); unset fields keep the platform's."""
+
+    tsc_mhz: Annotated[float | None, Field(gt=0, le=10_000)] = None
+    line_same_socket_ns: Annotated[float | None, Field(ge=0, le=10_000)] = None
+    line_other_socket_ns: Annotated[float | None, Field(ge=0, le=10_000)] = None
+    call_setup_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+    apic_send_same_socket_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+    apic_send_other_socket_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+    ipi_delivery_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
+    irq_entry_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
+    exit_housekeeping_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
+    entry_housekeeping_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
+    irq_direct_saving_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
+    sched_switch_ns: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+
+
+class PowerConfig(_Model):
+    """Overrides of the per-state power estimates, in watts per core."""
+
+    state_watts: dict[str, Annotated[float, Field(ge=0, le=1000)]] = Field(default_factory=dict)
+    busy_watts: Annotated[float | None, Field(ge=0, le=1000)] = None
+
+
+class OutputConfig(_Model):
+    """What the result keeps besides the statistics."""
+
+    timeline_cpus: Annotated[int, Field(ge=0, le=16)] = 4
+    timeline_ms: Annotated[float, Field(ge=0, le=100)] = 5.0
+
+
+class SimConfig(_Model):
+    """One simulation run. Every field has a default; `{}` is the default run."""
+
+    platform: str = Field(default="skx", description="Built-in table name (skx, icx, wsm, ...) or a custom id.")
+    platform_table: Platform | None = Field(
+        default=None, description="The resolved table for a custom platform (filled in by the service)."
+    )
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    duration_ms: Annotated[float, Field(gt=0, le=MAX_DURATION_MS)] = 1000.0
+    topology: Topology = Field(default_factory=Topology)
+    governor: GovernorConfig = Field(default_factory=GovernorConfig)
+    states: StatesConfig = Field(default_factory=StatesConfig)
+    wakeups: WakeupsConfig = Field(default_factory=WakeupsConfig)
+    ipi_wakeup: IpiWakeupConfig = Field(default_factory=IpiWakeupConfig)
+    costs: CostsConfig = Field(default_factory=CostsConfig)
+    power: PowerConfig = Field(default_factory=PowerConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> SimConfig:
+        table = self.resolve_platform()
+        names = [s.name for s in table.states]
+        n_cpus = self.n_cpus(table)
+        if n_cpus > MAX_CPUS:
+            raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
+        _check_state_names("states.disabled", self.states.disabled, names)
+        _check_state_names("states.irq_enable", list(self.states.irq_enable), names)
+        _check_state_names("power.state_watts", list(self.power.state_watts), names)
+        enabled = [n for n in names if n not in self.states.disabled]
+        if not enabled:
+            raise ValueError("states.disabled: every state is disabled; at least one must stay enabled")
+        for name, on in self.states.irq_enable.items():
+            state = table.states[names.index(name)]
+            bad = {"CPUIDLE_FLAG_IBRS", "CPUIDLE_FLAG_INIT_XSTATE"} & set(state.flags)
+            if on and bad:
+                raise ValueError(
+                    f"states.irq_enable.{name}: cannot enter {name} with interrupts enabled: it has "
+                    f"{', '.join(sorted(bad))}, which intel_idle never combines with IRQ_ENABLE "
+                    "(the IBRS and xstate enter paths run with interrupts off)"
+                )
+            if name == "POLL" and not on:
+                raise ValueError("states.irq_enable.POLL: POLL always runs with interrupts enabled")
+        if self.governor.name == "fixed" and self.governor.fixed_state is not None:
+            _check_state_names("governor.fixed_state", [self.governor.fixed_state], enabled)
+        for i, timer in enumerate(self.wakeups.timers):
+            _check_cpus(f"wakeups.timers.{i}.cpus", timer.cpus, n_cpus)
+        for field, src in (
+            ("wakeups.interrupts", self.wakeups.interrupts),
+            ("wakeups.ipis", self.wakeups.ipis),
+            ("wakeups.sched_wakeups", self.wakeups.sched_wakeups),
+        ):
+            for attr in ("cpus", "senders", "targets"):
+                if hasattr(src, attr):
+                    _check_cpus(f"{field}.{attr}", getattr(src, attr), n_cpus)
+        expected = self.expected_events(table)
+        if expected > MAX_EXPECTED_EVENTS:
+            raise ValueError(
+                f"duration_ms: about {expected:,.0f} events expected ({n_cpus} CPUs x {self.duration_ms:g} ms "
+                f"at the configured rates), over the limit of {MAX_EXPECTED_EVENTS:,}; shorten the run or "
+                "lower the rates"
+            )
+        return self
+
+    def resolve_platform(self) -> Platform:
+        if self.platform_table is not None:
+            return self.platform_table
+        if self.platform not in BUILTIN_PLATFORMS:
+            raise ValueError(
+                f"platform: unknown platform {self.platform!r}; built-in tables are "
+                f"{', '.join(sorted(BUILTIN_PLATFORMS))}"
+            )
+        return BUILTIN_PLATFORMS[self.platform]
+
+    def n_cpus(self, table: Platform | None = None) -> int:
+        table = table or self.resolve_platform()
+        cores = self.topology.cores_per_socket or table.topology.cores_per_socket
+        return self.topology.sockets * cores
+
+    def cores_per_socket(self) -> int:
+        return self.topology.cores_per_socket or self.resolve_platform().topology.cores_per_socket
+
+    def expected_events(self, table: Platform | None = None) -> float:
+        """Rough count of arrivals, for the size limit (each arrival costs a few events)."""
+        n = self.n_cpus(table)
+        w = self.wakeups
+        per_cpu_hz = (
+            w.tick.hz
+            + sum(1e6 / t.period_us for t in w.timers)
+            + w.interrupts.rate_hz
+            + 2 * w.ipis.rate_hz
+            + 2 * w.sched_wakeups.rate_hz
+        )
+        return 3.0 * n * per_cpu_hz * self.duration_ms / 1000.0
+
+    def config_hash(self) -> str:
+        """SHA-256 of the canonical JSON of the config (resolved table included)."""
+        data = self.model_dump(mode="json")
+        if data["platform_table"] is None:
+            data["platform_table"] = self.resolve_platform().model_dump(mode="json")
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def _check_state_names(field: str, given: list[str], names: list[str]) -> None:
+    for name in given:
+        if name not in names:
+            raise ValueError(f"{field}: unknown state {name!r}; this table has {', '.join(names)}")
+
+
+def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:
+    if isinstance(cpus, list):
+        bad = [c for c in cpus if c >= n_cpus]
+        if bad:
+            raise ValueError(f"{field}: CPU {bad[0]} does not exist (CPUs are 0..{n_cpus - 1})")
+        if not cpus:
+            raise ValueError(f"{field}: empty CPU list (use \"all\" or name at least one CPU)")

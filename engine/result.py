@@ -1,0 +1,134 @@
+"""SimResult: what a run produces. Flat, JSON-ready, byte-identical for the same config and engine.
+
+Wall time and compile time are not here (they belong to the run record), so that the same config
+always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Latency sources, in the order charts show them. `wake` and `intr` are wult's WakeLatency and
+# IntrLatency for wake-ups from idle; the others are per wake-up source, busy CPUs included.
+LATENCY_SOURCES = ("wake", "intr", "timer", "irq", "ipi", "sched")
+LATENCY_LABELS = {
+    "wake": "WakeLatency (wake event to first instruction after idle returns)",
+    "intr": "IntrLatency (wake event to the interrupt handler)",
+    "timer": "Timer: expiry to the woken thread running (cyclictest)",
+    "irq": "Device interrupt: arrival to the handler",
+    "ipi": "smp_call_function_single: call to the function running on the target",
+    "sched": "Scheduler wake-up: try_to_wake_up() to the task running on the target",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Histogram(_Model):
+    """Log-binned counts: `counts[i]` samples fell in [edges_ns[i], edges_ns[i+1])."""
+
+    edges_ns: list[float]
+    counts: list[int]
+
+
+class LatencyStats(_Model):
+    count: int
+    mean_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    p999_ns: float
+    max_ns: float
+    histogram: Histogram
+
+
+class StateStats(_Model):
+    """One C-state's counters, as `cpuidle_enter_state()` keeps them, summed over CPUs."""
+
+    index: int
+    name: str
+    exit_latency_us: float
+    target_residency_us: float
+    irq_enable: bool = Field(description="Entered with interrupts enabled in this run.")
+    disabled: bool
+    usage: int
+    time_ns: int
+    residency: float = Field(description="Share of simulated CPU time spent in this state.")
+    above: int
+    below: int
+    rejected: int
+    wake_latency_mean_ns: float | None = Field(description="Mean WakeLatency of wake-ups from this state.")
+    intr_latency_mean_ns: float | None = Field(description="Mean IntrLatency of interrupt wake-ups from it.")
+    exit_latency_mean_ns: float | None = Field(description="Mean drawn hardware exit latency.")
+
+
+class LocalityCost(_Model):
+    """Sender-side cost of no-wait calls to targets on one socket locality."""
+
+    calls: int
+    mean_cycles: float
+    idle_target_calls: int
+    idle_target_mean_cycles: float | None
+    busy_target_calls: int
+    busy_target_mean_cycles: float | None
+    ipis_sent: int
+
+
+class IpiStats(_Model):
+    mechanism: str
+    requested: int = Field(description="smp_call_function_single() calls made.")
+    deferred: int = Field(description="Calls whose sender was idle when asked, made when it next ran.")
+    coalesced: int = Field(description="Calls queued behind a pending one: no wake-up needed.")
+    ipis_sent: int
+    ipis_avoided: int = Field(description="Idle targets woken through their monitored line, no interrupt.")
+    sched_requested: int
+    sched_ipis_sent: int
+    sched_ipis_avoided: int
+    same_socket: LocalityCost
+    other_socket: LocalityCost
+    line_transfers_sender: int
+    line_transfers_target: int
+    line_transfers_same_socket: int
+    line_transfers_other_socket: int
+    stuck_wakeups: int = Field(description="mwait_rfc: targets left waiting because the sender took an interrupt.")
+    stuck_mean_ns: float | None
+    csd_wait_ns: int = Field(description="Sender time spent in csd_lock() waiting for its previous call.")
+
+
+class Timeline(_Model):
+    """State segments `[start_ns, end_ns, state]` of one CPU; state -1 is C0 (running)."""
+
+    cpu: int
+    segments: list[list[int]]
+
+
+class Energy(_Model):
+    estimate: bool = True
+    joules: float
+    mean_watts_per_cpu: float
+    per_state_joules: dict[str, float]
+    busy_joules: float
+
+
+class SimResult(_Model):
+    engine_version: str
+    config_hash: str
+    platform: str
+    governor: str
+    governor_kernel: str = Field(description="The kernel version whose governor algorithm is modelled.")
+    mechanism: str
+    cpus: int
+    sockets: int
+    duration_ns: int
+    events: int
+    wakeups: int = Field(description="Wake-ups from idle (idle periods ended by an event or a POLL time-out).")
+    states: list[StateStats]
+    busy_share: float
+    per_cpu_state_names: list[str]
+    per_cpu_residency: list[list[float]] = Field(description="Per CPU: share in each state, then busy.")
+    latency: dict[str, LatencyStats]
+    ipi: IpiStats
+    timeline: list[Timeline]
+    energy: Energy
+    estimates: list[str] = Field(description="Model parameters of this run that are estimates, not facts.")
