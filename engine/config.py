@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.platforms import BUILTIN_PLATFORMS, Platform
 
@@ -275,3 +275,23 @@ def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:
             raise ValueError(f"{field}: CPU {bad[0]} does not exist (CPUs are 0..{n_cpus - 1})")
         if not cpus:
             raise ValueError(f"{field}: empty CPU list (use \"all\" or name at least one CPU)")
+
+
+def config_errors(exc: ValidationError) -> list[dict[str, object]]:
+    """Pydantic errors as `{"loc": [...], "msg": ...}` with the field named even for cross-field checks.
+
+    Cross-field checks raise `ValueError("a.b.c: reason")`; pydantic reports those at the model's
+    root, so the field path is taken back out of the message.
+    """
+    out: list[dict[str, object]] = []
+    for err in exc.errors():
+        loc: list[str | int] = list(err["loc"])
+        msg = str(err["msg"])
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        head, sep, tail = msg.partition(": ")
+        if sep and " " not in head:
+            loc = loc + [int(p) if p.isdigit() else p for p in head.split(".")]
+            msg = tail
+        out.append({"loc": loc, "msg": msg, "type": err["type"]})
+    return out
