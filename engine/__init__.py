@@ -7,7 +7,7 @@
 from engine.config import SimConfig
 from engine.platforms import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
 from engine.result import SimResult
-from engine.simulate import ENGINE_VERSION, simulate
+from engine.simulate import ENGINE_VERSION, engine_version, simulate
 
 __all__ = [
     "BUILTIN_PLATFORMS",
@@ -17,6 +17,7 @@ __all__ = [
     "SimConfig",
     "SimResult",
     "custom_platform",
+    "engine_version",
     "load_platform",
     "simulate",
 ]

@@ -1,15 +1,514 @@
-"""simulate(): config in, result out (the orchestration around the compiled kernel)."""
+"""simulate(): config in, result out.
+
+This module prepares the arrays the compiled kernel works on (arrival streams drawn with numpy,
+one random stream per CPU and per source), steps the kernel through time chunks so that the
+caller sees progress, and turns the kernel's counters into a `SimResult`.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+import numba
+import numpy as np
+
+from engine import kernel as K
 from engine.config import SimConfig
-from engine.result import SimResult
+from engine.governors import GOVERNOR_IDS, GOVERNOR_KERNEL, INF, init_governor_state
+from engine.platforms import CState, Platform
+from engine.result import (
+    LATENCY_SOURCES,
+    Energy,
+    Histogram,
+    IpiStats,
+    LatencyStats,
+    LocalityCost,
+    SimResult,
+    StateStats,
+    Timeline,
+)
 
 ENGINE_VERSION = "0.1.0"
+
+# Random streams: SeedSequence(seed, spawn_key=(cpu, source)); a CPU's streams do not depend on
+# how many CPUs there are.
+SRC_IRQ, SRC_CALLS, SRC_SCHED, SRC_TIMERS, SRC_KERNEL = 1, 2, 3, 4, 5
+
+CPUIDLE_POLL_MIN_NS = 10_000
+# With no timer queued, the governor's sleep length is capped here (a real system always has
+# some timer within a few seconds).
+MAX_SLEEP_NS = 4_000_000_000
+HIST_EDGES_NS = np.logspace(1, 8, 71)  # 10 ns .. 100 ms, 10 bins per decade
+CHUNKS = 50
+TIMELINE_ROWS = 100_000
+
+
+def engine_version() -> str:
+    """The engine's version with the numpy and numba versions its bytes depend on."""
+    return f"{ENGINE_VERSION}+numpy{np.__version__}+numba{numba.__version__}"
 
 
 def simulate(config: SimConfig, *, progress: Callable[[float], None] | None = None) -> SimResult:
     """Run one simulation. `progress` receives the simulated fraction done (0..1)."""
-    raise NotImplementedError("the kernel is being written")
+    run = _Prepared(config)
+    for i in range(1, CHUNKS + 1):
+        run.step(run.t_end * i // CHUNKS)
+        if progress is not None:
+            progress(i / CHUNKS)
+    return run.result()
+
+
+def _stream(seed: int, cpu: int, source: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(cpu, source))))
+
+
+def _poisson_times(rng: np.random.Generator, rate_hz: float, t_end: int) -> np.ndarray:
+    if rate_hz <= 0:
+        return np.empty(0, dtype=np.int64)
+    mean_gap = 1e9 / rate_hz
+    expected = t_end / mean_gap
+    out: list[np.ndarray] = []
+    last = 0.0
+    while True:
+        n = int(expected + 6 * math.sqrt(expected) + 16)
+        times = last + np.cumsum(rng.exponential(mean_gap, size=n))
+        out.append(times)
+        last = float(times[-1])
+        if last >= t_end:
+            break
+    all_times = np.concatenate(out)
+    return all_times[all_times < t_end].astype(np.int64)
+
+
+def _cpu_set(spec: str | list[int], n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64) if spec == "all" else np.array(sorted(set(spec)), dtype=np.int64)
+
+
+def _flatten(per_cpu: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(per_cpu) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(a) for a in per_cpu])
+    flat = np.concatenate(per_cpu) if per_cpu else np.empty(0, dtype=np.int64)
+    return flat.astype(np.int64), offsets
+
+
+def _cost(config: SimConfig, table: Platform, name: str) -> float:
+    override = getattr(config.costs, name)
+    return float(override if override is not None else getattr(table.costs, name).value)
+
+
+class _Prepared:
+    """The kernel's arrays for one config, and the result built from them."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        table = self.table = config.resolve_platform()
+        states = table.states
+        n = self.n = config.n_cpus(table)
+        cores = config.cores_per_socket()
+        self.t_end = t_end = int(round(config.duration_ms * 1e6))
+        w = config.wakeups
+        S = len(states)
+        names = table.state_names()
+
+        self.enabled = np.array(
+            [s.name not in config.states.disabled and "CPUIDLE_FLAG_UNUSABLE" not in s.flags for s in states]
+        )
+        self.irq_on = np.array([_irq_on(s, config) for s in states])
+        self.res_ns = np.array([int(round(s.target_residency_us * 1000)) for s in states], dtype=np.int64)
+        self.exit_ns = np.array([int(round(s.exit_latency_us * 1000)) for s in states], dtype=np.int64)
+        self.entry_ns = np.array([int(s.entry_cost_ns.value) for s in states], dtype=np.int64)
+        self.median_ns = np.array([s.median_exit_us().value * 1000 for s in states], dtype=np.float64)
+        self.sigma = np.array(
+            [
+                math.log(s.exit_latency_us * 1000 / m) / K.Z_9999 if m > 0 and s.exit_latency_us * 1000 > m else 0.0
+                for s, m in zip(states, self.median_ns, strict=True)
+            ]
+        )
+        saving = _cost(config, table, "irq_direct_saving_ns")
+        self.direct_saving = np.array(
+            [int(saving) if self.irq_on[i] and not s.is_poll else 0 for i, s in enumerate(states)], dtype=np.int64
+        )
+        is_poll0 = states[0].is_poll
+        tick_ns = 1_000_000_000 // w.tick.hz
+
+        fp = np.zeros(K.N_FP)
+        fp[K.P_TSC_GHZ] = _cost(config, table, "tsc_mhz") / 1000.0
+        fp[K.P_LINE_SAME] = _cost(config, table, "line_same_socket_ns")
+        fp[K.P_LINE_OTHER] = _cost(config, table, "line_other_socket_ns")
+        fp[K.P_SETUP_CYC] = _cost(config, table, "call_setup_cycles")
+        fp[K.P_APIC_SAME_CYC] = _cost(config, table, "apic_send_same_socket_cycles")
+        fp[K.P_APIC_OTHER_CYC] = _cost(config, table, "apic_send_other_socket_cycles")
+        fp[K.P_DELIVERY] = _cost(config, table, "ipi_delivery_ns")
+        fp[K.P_IRQ_ENTRY] = _cost(config, table, "irq_entry_ns")
+        fp[K.P_EXIT_HK] = _cost(config, table, "exit_housekeeping_ns")
+        fp[K.P_ENTRY_HK] = _cost(config, table, "entry_housekeeping_ns")
+        fp[K.P_DIRECT_SAVING] = saving
+        fp[K.P_SCHED_SWITCH] = _cost(config, table, "sched_switch_ns")
+        fp[K.P_TICK_HANDLER] = w.tick.handler_us * 1000
+        fp[K.P_IRQ_HANDLER] = w.interrupts.handler_us * 1000
+        fp[K.P_IRQ_WORK] = w.interrupts.work_us * 1000
+        fp[K.P_IPI_FUNC] = w.ipis.function_us * 1000
+        fp[K.P_SCHED_WORK] = w.sched_wakeups.work_us * 1000
+        self.fp = fp
+
+        gov = config.governor.name
+        enabled_idx = [i for i in range(S) if self.enabled[i]]
+        fixed = config.governor.fixed_state
+        fixed_idx = names.index(fixed) if fixed is not None else enabled_idx[-1]
+        qos = config.states.latency_limit_us
+        ip = np.zeros(K.N_IP, dtype=np.int64)
+        ip[K.I_CORES] = cores
+        ip[K.I_GOV] = GOVERNOR_IDS[gov]
+        ip[K.I_FIXED_IDX] = fixed_idx
+        ip[K.I_LAT_REQ] = INF if qos is None else int(round(qos * 1000))
+        ip[K.I_TICK_NS] = tick_ns
+        ip[K.I_NOHZ] = int(w.tick.nohz)
+        ip[K.I_MECH] = {"ipi": K.MECH_IPI, "mwait_rfc": K.MECH_RFC, "tif_polling": K.MECH_TIF}[
+            config.ipi_wakeup.mechanism
+        ]
+        ip[K.I_READ_FIRST] = int(config.ipi_wakeup.read_before_cmpxchg)
+        ip[K.I_IRQS_OFF] = int(config.ipi_wakeup.irqs_off_across_wake)
+        ip[K.I_POLL_LIMIT] = _poll_limit_ns(self.res_ns, self.enabled, tick_ns)
+        ip[K.I_IRQ_WORK_EXP] = int(w.interrupts.work_distribution == "exponential")
+        ip[K.I_SCHED_WORK_EXP] = int(w.sched_wakeups.work_distribution == "exponential")
+        ip[K.I_TL_CPUS] = min(config.output.timeline_cpus, n)
+        ip[K.I_TL_END] = int(config.output.timeline_ms * 1e6)
+        ip[K.I_T_END] = t_end
+        ip[K.I_IS_POLL0] = int(is_poll0)
+        ip[K.I_MAX_SLEEP] = MAX_SLEEP_NS
+        self.ip = ip
+
+        seed = config.seed
+        # Periodic timers: a random phase per timer and CPU; INF where the timer is not armed.
+        n_timers = len(w.timers)
+        self.tm_next = np.full((n_timers, n), INF, dtype=np.int64)
+        self.tm_period = np.array([int(round(t.period_us * 1000)) for t in w.timers], dtype=np.int64)
+        self.tm_handler = np.array([int(round(t.handler_us * 1000)) for t in w.timers], dtype=np.int64)
+        self.tm_work = np.array([int(round(t.work_us * 1000)) for t in w.timers], dtype=np.int64)
+        for c in range(n):
+            phases = _stream(seed, c, SRC_TIMERS).random(max(n_timers, 1))
+            for k, timer in enumerate(w.timers):
+                if timer.cpus == "all" or c in timer.cpus:
+                    self.tm_next[k, c] = int(phases[k] * self.tm_period[k]) or self.tm_period[k]
+
+        irq_cpus = set(_cpu_set(w.interrupts.cpus, n).tolist())
+        self.irq_t, self.irq_off = _flatten(
+            [
+                _poisson_times(_stream(seed, c, SRC_IRQ), w.interrupts.rate_hz if c in irq_cpus else 0.0, t_end)
+                for c in range(n)
+            ]
+        )
+        self.snd_t, self.snd_dst, self.snd_off = _sends(
+            seed, SRC_CALLS, n, cores, w.ipis.rate_hz, w.ipis.same_socket_share, w.ipis.senders, w.ipis.targets, t_end
+        )
+        s = w.sched_wakeups
+        self.ssnd_t, self.ssnd_dst, self.ssnd_off = _sends(
+            seed, SRC_SCHED, n, cores, s.rate_hz, s.same_socket_share, s.senders, s.targets, t_end
+        )
+        # What each CPU will be asked for, for the oracle governor.
+        inc_dst = np.concatenate([self.snd_dst, self.ssnd_dst])
+        inc_times = np.concatenate([self.snd_t, self.ssnd_t])
+        order = np.lexsort((inc_times, inc_dst))
+        self.inc_t = inc_times[order]
+        self.inc_off = np.searchsorted(inc_dst[order], np.arange(n + 1)).astype(np.int64)
+
+        # The per-CPU kernel state.
+        cs = np.zeros((n, K.N_CPU_COLS), dtype=np.int64)
+        cpus = np.arange(n, dtype=np.int64)
+        cs[:, K.C_TICK_NEXT] = tick_ns
+        cs[:, K.C_IRQ_PTR] = self.irq_off[:-1]
+        cs[:, K.C_SEND_PTR] = self.snd_off[:-1]
+        cs[:, K.C_SSEND_PTR] = self.ssnd_off[:-1]
+        cs[:, K.C_INC_PTR] = self.inc_off[:-1]
+        cs[:, K.C_SIGNAL_AT] = INF
+        cs[:, K.C_Q_OWNER] = cpus
+        cs[:, K.C_CSD_OWNER] = cpus
+        cs[:, K.C_WORD_OWNER] = cpus
+        cs[:, K.C_WORD_READER] = cpus
+        cs[:, K.C_SPIN_FROM] = INF
+        cs[:, K.C_HEAP_POS] = cpus
+        self.cs = cs
+        self.heap = cpus.copy()
+        self.g = init_governor_state(n, S, 1 if is_poll0 else 0)
+        self.q_t = np.zeros((n, K.Q_CAP), dtype=np.int64)
+        self.q_kind = np.zeros((n, K.Q_CAP), dtype=np.int64)
+        self.q_src = np.zeros((n, K.Q_CAP), dtype=np.int64)
+        self.seen = np.full((n, n), -1, dtype=np.int64)
+        self.rng = np.array(
+            [np.random.SeedSequence(seed, spawn_key=(c, SRC_KERNEL)).generate_state(1, np.uint64)[0] | np.uint64(1)
+             for c in range(n)],
+            dtype=np.uint64,
+        )
+        self.st = np.zeros((6, n, S), dtype=np.int64)
+        self.ssum = np.zeros((6, S), dtype=np.float64)
+        timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
+        arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + n * (t_end // tick_ns + 2)
+        caps = [arrivals, arrivals, timer_expiries + n, len(self.irq_t), len(self.snd_t), len(self.ssnd_t)]
+        self.lat_off = np.zeros(len(caps) + 1, dtype=np.int64)
+        self.lat_off[1:] = np.cumsum(caps)
+        self.lat_buf = np.zeros(int(self.lat_off[-1]), dtype=np.int64)
+        self.lat_cnt = np.zeros(len(caps), dtype=np.int64)
+        self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
+        self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
+        self.tl = np.zeros((TIMELINE_ROWS, 4), dtype=np.int64)
+        for c in range(n):
+            K._schedule(
+                cs, self.heap, c, ip, self.tm_next, self.irq_t, self.irq_off, self.snd_t, self.snd_off,
+                self.ssnd_t, self.ssnd_off,
+            )
+
+    def step(self, t_stop: int) -> None:
+        K.run_until(
+            t_stop, self.cs, self.heap, self.g, self.fp, self.ip, self.res_ns, self.exit_ns, self.enabled,
+            self.irq_on, self.direct_saving, self.entry_ns, self.median_ns, self.sigma, self.tm_next,
+            self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t, self.snd_dst,
+            self.snd_off, self.ssnd_t, self.ssnd_dst, self.ssnd_off, self.inc_t, self.inc_off, self.q_t,
+            self.q_kind, self.q_src, self.seen, self.rng, self.st, self.ssum, self.lat_buf, self.lat_off,
+            self.lat_cnt, self.ctr, self.fsum, self.tl,
+        )
+
+    # ------------------------------------------------------------------------------------ result
+
+    def result(self) -> SimResult:
+        config, table, n, t_end = self.config, self.table, self.n, self.t_end
+        states = table.states
+        S = len(states)
+        resident = self.st[K.ST_RESIDENT].astype(np.float64)
+        # CPUs still idle at the end: their open idle period counts towards residency.
+        for c in range(n):
+            if self.cs[c, K.C_MODE] == 1:
+                resident[c, self.cs[c, K.C_STATE]] += max(t_end - self.cs[c, K.C_IDLE_START], 0)
+        per_cpu = resident / t_end
+        busy_per_cpu = 1.0 - per_cpu.sum(axis=1)
+        total = float(n * t_end)
+        state_stats = []
+        for i, s in enumerate(states):
+            state_stats.append(
+                StateStats(
+                    index=i,
+                    name=s.name,
+                    exit_latency_us=s.exit_latency_us,
+                    target_residency_us=s.target_residency_us,
+                    irq_enable=bool(self.irq_on[i]),
+                    disabled=not bool(self.enabled[i]),
+                    usage=int(self.st[K.ST_USAGE, :, i].sum()),
+                    time_ns=int(self.st[K.ST_TIME, :, i].sum()),
+                    residency=float(resident[:, i].sum() / total),
+                    above=int(self.st[K.ST_ABOVE, :, i].sum()),
+                    below=int(self.st[K.ST_BELOW, :, i].sum()),
+                    rejected=int(self.st[K.ST_REJECTED, :, i].sum()),
+                    wake_latency_mean_ns=_mean(self.ssum[K.S_WAKE_SUM, i], self.ssum[K.S_WAKE_N, i]),
+                    intr_latency_mean_ns=_mean(self.ssum[K.S_INTR_SUM, i], self.ssum[K.S_INTR_N, i]),
+                    exit_latency_mean_ns=_mean(self.ssum[K.S_EXIT_SUM, i], self.ssum[K.S_EXIT_N, i]),
+                )
+            )
+        latency = {
+            name: _latency_stats(self.lat_buf[self.lat_off[j] : self.lat_off[j] + self.lat_cnt[j]])
+            for j, name in enumerate(LATENCY_SOURCES)
+        }
+        ctr, fsum = self.ctr, self.fsum
+        mech = config.ipi_wakeup.mechanism
+        ipi = IpiStats(
+            mechanism=mech,
+            requested=int(ctr[K.K_REQ]),
+            deferred=int(ctr[K.K_DEFERRED]),
+            coalesced=int(ctr[K.K_COALESCED]),
+            ipis_sent=int(ctr[K.K_IPI_SENT]),
+            ipis_avoided=int(ctr[K.K_AVOIDED]),
+            sched_requested=int(ctr[K.K_SREQ]),
+            sched_ipis_sent=int(ctr[K.K_SIPI_SENT]),
+            sched_ipis_avoided=int(ctr[K.K_SAVOIDED]),
+            same_socket=_locality(ctr, fsum, 0),
+            other_socket=_locality(ctr, fsum, 1),
+            line_transfers_sender=int(ctr[K.K_LT_SENDER]),
+            line_transfers_target=int(ctr[K.K_LT_TARGET]),
+            line_transfers_same_socket=int(ctr[K.K_LT_SAME]),
+            line_transfers_other_socket=int(ctr[K.K_LT_SAME + 1]),
+            stuck_wakeups=int(ctr[K.K_STUCK]),
+            stuck_mean_ns=_mean(fsum[K.F_STUCK_NS], ctr[K.K_STUCK]),
+            csd_wait_ns=int(ctr[K.K_CSD_WAIT]),
+        )
+        watts = [config.power.state_watts.get(s.name, s.power_watts.value) for s in states]
+        busy_w = config.power.busy_watts if config.power.busy_watts is not None else table.busy_watts.value
+        per_state_j = {s.name: float(resident[:, i].sum() * 1e-9 * watts[i]) for i, s in enumerate(states)}
+        busy_j = float(busy_per_cpu.sum() * t_end * 1e-9 * busy_w)
+        joules = sum(per_state_j.values()) + busy_j
+        energy = Energy(
+            joules=joules,
+            mean_watts_per_cpu=joules / (n * t_end * 1e-9),
+            per_state_joules=per_state_j,
+            busy_joules=busy_j,
+        )
+        return SimResult(
+            engine_version=engine_version(),
+            config_hash=config.config_hash(),
+            platform=table.name,
+            governor=config.governor.name,
+            governor_kernel=GOVERNOR_KERNEL[config.governor.name],
+            mechanism=mech,
+            cpus=n,
+            sockets=config.topology.sockets,
+            duration_ns=t_end,
+            events=int(ctr[K.K_EVENTS]),
+            wakeups=int(ctr[K.K_WAKEUPS]),
+            states=state_stats,
+            busy_share=float(busy_per_cpu.sum() / n),
+            per_cpu_state_names=[s.name for s in states] + ["busy"],
+            per_cpu_residency=[[*map(float, per_cpu[c]), float(busy_per_cpu[c])] for c in range(n)],
+            latency=latency,
+            ipi=ipi,
+            timeline=self._timeline(),
+            energy=energy,
+            estimates=_estimates(config, table),
+        )
+
+    def _timeline(self) -> list[Timeline]:
+        rows = self.tl[: self.ctr[K.K_TL]]
+        end = min(int(self.ip[K.I_TL_END]), self.t_end)
+        out = []
+        for c in range(int(self.ip[K.I_TL_CPUS])):
+            mine = rows[rows[:, 0] == c]
+            mine = mine[np.argsort(mine[:, 1], kind="stable")]
+            segments: list[list[int]] = []
+            t = 0
+            for _, start, stop, state in mine.tolist():
+                if start >= end:
+                    break
+                if start > t:
+                    segments.append([t, start, -1])
+                segments.append([start, min(stop, end), state])
+                t = min(stop, end)
+            if t < end:
+                last_idle = self.cs[c, K.C_MODE] == 1 and self.cs[c, K.C_IDLE_START] < end
+                if last_idle and self.cs[c, K.C_IDLE_START] >= t:
+                    start = int(self.cs[c, K.C_IDLE_START])
+                    if start > t:
+                        segments.append([t, start, -1])
+                    segments.append([start, end, int(self.cs[c, K.C_STATE])])
+                else:
+                    segments.append([t, end, -1])
+            out.append(Timeline(cpu=c, segments=segments))
+        return out
+
+
+def _irq_on(state: CState, config: SimConfig) -> bool:
+    if state.is_poll:
+        return True
+    return config.states.irq_enable.get(state.name, state.irq_enable)
+
+
+def _poll_limit_ns(res_ns: np.ndarray, enabled: np.ndarray, tick_ns: int) -> int:
+    """cpuidle_poll_time(): the first enabled state's residency of at least 10 us, capped at TICK_NSEC/16."""
+    limit = tick_ns
+    for i in range(1, len(res_ns)):
+        if not enabled[i]:
+            continue
+        limit = int(res_ns[i])
+        if limit >= CPUIDLE_POLL_MIN_NS:
+            break
+    return max(CPUIDLE_POLL_MIN_NS, min(limit, tick_ns // 16))
+
+
+def _sends(
+    seed: int,
+    source: int,
+    n: int,
+    cores: int,
+    rate_hz: float,
+    same_share: float,
+    senders: str | list[int],
+    targets: str | list[int],
+    t_end: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per sender: request times (Poisson) and targets (same socket with probability same_share)."""
+    sender_set = set(_cpu_set(senders, n).tolist())
+    target_arr = _cpu_set(targets, n)
+    times: list[np.ndarray] = []
+    dsts: list[np.ndarray] = []
+    for c in range(n):
+        rng = _stream(seed, c, source)
+        t = _poisson_times(rng, rate_hz if c in sender_set else 0.0, t_end)
+        same = target_arr[(target_arr // cores == c // cores) & (target_arr != c)]
+        other = target_arr[target_arr // cores != c // cores]
+        if len(same) == 0 and len(other) == 0:
+            t = t[:0]
+        pick_same = rng.random(len(t)) < same_share
+        if len(other) == 0:
+            pick_same[:] = True
+        if len(same) == 0:
+            pick_same[:] = False
+        u = rng.random(len(t))
+        dst = np.where(
+            pick_same,
+            same[(u * max(len(same), 1)).astype(np.int64) % max(len(same), 1)] if len(same) else -1,
+            other[(u * max(len(other), 1)).astype(np.int64) % max(len(other), 1)] if len(other) else -1,
+        )
+        times.append(t)
+        dsts.append(dst.astype(np.int64))
+    flat_t, off = _flatten(times)
+    flat_d, _ = _flatten(dsts)
+    return flat_t, flat_d, off
+
+
+def _mean(total: float, count: float) -> float | None:
+    return float(total / count) if count else None
+
+
+def _latency_stats(samples: np.ndarray) -> LatencyStats:
+    counts = np.histogram(np.clip(samples, HIST_EDGES_NS[0], HIST_EDGES_NS[-1] * 0.999), bins=HIST_EDGES_NS)[0]
+    hist = Histogram(edges_ns=[float(e) for e in HIST_EDGES_NS], counts=[int(x) for x in counts])
+    if len(samples) == 0:
+        return LatencyStats(
+            count=0, mean_ns=0.0, p50_ns=0.0, p90_ns=0.0, p99_ns=0.0, p999_ns=0.0, max_ns=0.0, histogram=hist
+        )
+    p50, p90, p99, p999 = np.percentile(samples, [50, 90, 99, 99.9])
+    return LatencyStats(
+        count=int(len(samples)),
+        mean_ns=float(samples.mean()),
+        p50_ns=float(p50),
+        p90_ns=float(p90),
+        p99_ns=float(p99),
+        p999_ns=float(p999),
+        max_ns=float(samples.max()),
+        histogram=hist,
+    )
+
+
+def _locality(ctr: np.ndarray, fsum: np.ndarray, loc: int) -> LocalityCost:
+    return LocalityCost(
+        calls=int(ctr[K.K_LOC_CALLS + loc]),
+        mean_cycles=_mean(fsum[K.F_LOC_CYC + loc], ctr[K.K_LOC_CALLS + loc]) or 0.0,
+        idle_target_calls=int(ctr[K.K_LOC_IDLE + loc]),
+        idle_target_mean_cycles=_mean(fsum[K.F_LOC_IDLE_CYC + loc], ctr[K.K_LOC_IDLE + loc]),
+        busy_target_calls=int(ctr[K.K_LOC_BUSY + loc]),
+        busy_target_mean_cycles=_mean(fsum[K.F_LOC_BUSY_CYC + loc], ctr[K.K_LOC_BUSY + loc]),
+        ipis_sent=int(ctr[K.K_LOC_IPIS + loc]),
+    )
+
+
+def _estimates(config: SimConfig, table: Platform) -> list[str]:
+    """Every parameter of this run that is an estimate or calibrated, in words."""
+    out = []
+    for name in type(table.costs).model_fields:
+        if getattr(config.costs, name) is not None:
+            out.append(f"costs.{name}: set by this run")
+            continue
+        p = getattr(table.costs, name)
+        if p.kind in ("estimate", "calibrated"):
+            out.append(f"costs.{name} = {p.value:g} ({p.kind}: {p.source})")
+    for s in table.states:
+        if s.is_poll:
+            continue
+        med = s.median_exit_us()
+        if med.kind == "estimate":
+            out.append(f"{s.name} median exit latency = {med.value:g} us (estimate: {med.source})")
+        if s.entry_cost_ns.kind == "estimate" and s.entry_cost_ns.value:
+            out.append(f"{s.name} entry cost = {s.entry_cost_ns.value:g} ns (estimate: {s.entry_cost_ns.source})")
+    out.append("per-state power figures are estimates (energy is indicative only)")
+    w = config.wakeups
+    out.append(
+        f"handler and work times are run inputs: tick {w.tick.handler_us:g} us, device interrupt "
+        f"{w.interrupts.handler_us:g} us, call function {w.ipis.function_us:g} us"
+    )
+    return out

@@ -1,0 +1,903 @@
+"""The compiled event loop: every CPU's idle periods, wake paths and wake-up sends, in time order.
+
+Everything here works on plain arrays prepared by `engine.simulate` (which documents them) so
+that numba compiles it once (`cache=True`); with NUMBA_DISABLE_JIT=1 the same code runs as
+Python, slowly, and gives the same numbers. Times are integer ns.
+
+One indexed heap holds each CPU's next event. A CPU is either running (C0: handlers, work,
+wake-up sends, idle-loop entry) or idle in a state; arrivals while running extend its work.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from engine.governors import INF, note_rejected, reflect, select_state
+
+# Per-CPU integer state: columns of `cs`.
+C_MODE = 0  # 0 running, 1 idle
+C_BUSY_UNTIL = 1
+C_FREE_AT = 2  # running code again (end of the wake path): later interrupts are taken from here
+C_STATE = 3
+C_IDLE_START = 4  # cpuidle_enter_state()'s time_start
+C_MWAIT_AT = 5  # the wait itself starts (after the state's entry cost)
+C_TICK_STOPPED = 6
+C_TICK_NEXT = 7
+C_IRQ_PTR = 8
+C_SEND_PTR = 9
+C_SSEND_PTR = 10
+C_INC_PTR = 11
+C_SIGNAL_AT = 12  # a wake-up signal (IPI or monitored-line write) reaches this CPU
+C_SIGNAL_TYPE = 13  # 0 interrupt, 1 monitored-line write (no interrupt)
+C_WOKENUP_AT = 14  # mwait_rfc: when the sender's WOKENUP store lands
+C_STUCK = 15
+C_POLL_DEADLINE = 16
+C_QLEN = 17
+C_Q_OWNER = 18  # last writer of the call-queue line
+C_CSD_OWNER = 19  # last writer of this CPU's csd line (the CPU that ran its previous call)
+C_CSD_FREE_AT = 20  # csd unlocked at (INF while the previous call is pending)
+C_WORD_OWNER = 21  # the idle word's line: holder in M state, -1 when shared
+C_WORD_VER = 22
+C_WORD_READER = 23
+C_POLL_CLEAR_AT = 24  # the polling flag is cleared at this time after a wake
+C_SPIN_FROM = 25  # csd_lock() spinning since (INF: not spinning)
+C_SEND_NOT_BEFORE = 26  # after a csd_lock() spin: the call goes on from here
+C_SPUN_NS = 31  # csd_lock() spin to charge to the call that was waiting
+C_EV_KIND = 27
+C_EV_ARG = 28
+C_HEAP_POS = 29
+C_KEY = 30
+N_CPU_COLS = 32
+
+EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = 0, 1, 2, 3, 4, 5, 6, 7
+
+# Float parameters: entries of `fp`.
+P_TSC_GHZ = 0
+P_LINE_SAME = 1
+P_LINE_OTHER = 2
+P_SETUP_CYC = 3
+P_APIC_SAME_CYC = 4
+P_APIC_OTHER_CYC = 5
+P_DELIVERY = 6
+P_IRQ_ENTRY = 7
+P_EXIT_HK = 8
+P_ENTRY_HK = 9
+P_DIRECT_SAVING = 10
+P_SCHED_SWITCH = 11
+P_TICK_HANDLER = 12
+P_IRQ_HANDLER = 13
+P_IRQ_WORK = 14
+P_IPI_FUNC = 15
+P_SCHED_WORK = 16
+N_FP = 17
+
+# Integer parameters: entries of `ip`.
+I_CORES = 0
+I_GOV = 1
+I_FIXED_IDX = 2
+I_LAT_REQ = 3
+I_TICK_NS = 4
+I_NOHZ = 5
+I_MECH = 6
+I_READ_FIRST = 7
+I_IRQS_OFF = 8
+I_POLL_LIMIT = 9
+I_IRQ_WORK_EXP = 10
+I_SCHED_WORK_EXP = 11
+I_TL_CPUS = 12
+I_TL_END = 13
+I_T_END = 14
+I_IS_POLL0 = 15
+I_MAX_SLEEP = 16
+I_SPINNERS = 17  # senders released from csd_lock() spinning, not yet rescheduled
+N_IP = 18
+
+MECH_IPI, MECH_RFC, MECH_TIF = 0, 1, 2
+
+# Counters: entries of `ctr`.
+K_EVENTS = 0
+K_WAKEUPS = 1
+K_REQ = 2
+K_DEFERRED = 3
+K_COALESCED = 4
+K_IPI_SENT = 5
+K_AVOIDED = 6
+K_SREQ = 7
+K_SIPI_SENT = 8
+K_SAVOIDED = 9
+K_LT_SENDER = 10
+K_LT_TARGET = 11
+K_LT_SAME = 12  # +1: other socket
+K_STUCK = 14
+K_CSD_WAIT = 15
+K_TL = 16
+K_Q_OVERFLOW = 17
+K_LOC_CALLS = 18  # +loc
+K_LOC_IDLE = 20
+K_LOC_BUSY = 22
+K_LOC_IPIS = 24
+N_CTR = 26
+
+# Float sums: entries of `fsum`.
+F_LOC_CYC = 0  # +loc
+F_LOC_IDLE_CYC = 2
+F_LOC_BUSY_CYC = 4
+F_STUCK_NS = 6
+N_FSUM = 7
+
+# Latency sources (rows of the sample buffer), as in engine.result.LATENCY_SOURCES.
+L_WAKE, L_INTR, L_TIMER, L_IRQ, L_IPI, L_SCHED = 0, 1, 2, 3, 4, 5
+# Per-state sums: rows of `ssum`.
+S_WAKE_SUM, S_WAKE_N, S_INTR_SUM, S_INTR_N, S_EXIT_SUM, S_EXIT_N = 0, 1, 2, 3, 4, 5
+# Per-CPU per-state counters: first index of `st`.
+ST_USAGE, ST_TIME, ST_ABOVE, ST_BELOW, ST_REJECTED, ST_RESIDENT = 0, 1, 2, 3, 4, 5
+
+Q_CAP = 64
+Z_9999 = 3.719016485455709  # standard normal quantile of 0.9999
+
+
+# ------------------------------------------------------------------------------------------ random
+
+
+@njit(cache=True)
+def _uniform(rng: np.ndarray, c: int) -> float:
+    """xorshift64 per CPU; shifts only, so the pure-Python run needs no overflow handling."""
+    x = rng[c]
+    x ^= x << np.uint64(13)
+    x ^= x >> np.uint64(7)
+    x ^= x << np.uint64(17)
+    rng[c] = x
+    return float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _exp_draw(rng: np.ndarray, c: int, mean_ns: float, exponential: bool) -> int:
+    if mean_ns <= 0.0:
+        return 0
+    if not exponential:
+        return int(mean_ns)
+    return int(-mean_ns * math.log(1.0 - _uniform(rng, c)))
+
+
+@njit(cache=True)
+def _exit_draw(rng: np.ndarray, c: int, median_ns: float, sigma: float) -> int:
+    """Log-normal exit latency: the median as given, the table's worst case at the 99.99th percentile."""
+    if median_ns <= 0.0:
+        return 0
+    if sigma <= 0.0:
+        return int(median_ns)
+    u1 = 1.0 - _uniform(rng, c)
+    u2 = _uniform(rng, c)
+    z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    return int(median_ns * math.exp(sigma * z))
+
+
+# -------------------------------------------------------------------------------------------- heap
+
+
+@njit(cache=True)
+def _less(cs: np.ndarray, a: int, b: int) -> bool:
+    ka = cs[a, C_KEY]
+    kb = cs[b, C_KEY]
+    return ka < kb or (ka == kb and a < b)
+
+
+@njit(cache=True)
+def _heap_fix(cs: np.ndarray, heap: np.ndarray, c: int) -> None:
+    n = heap.shape[0]
+    i = cs[c, C_HEAP_POS]
+    while i > 0:
+        p = (i - 1) // 2
+        if _less(cs, heap[i], heap[p]):
+            heap[i], heap[p] = heap[p], heap[i]
+            cs[heap[i], C_HEAP_POS] = i
+            cs[heap[p], C_HEAP_POS] = p
+            i = p
+        else:
+            break
+    while True:
+        l = 2 * i + 1
+        r = l + 1
+        m = i
+        if l < n and _less(cs, heap[l], heap[m]):
+            m = l
+        if r < n and _less(cs, heap[r], heap[m]):
+            m = r
+        if m == i:
+            break
+        heap[i], heap[m] = heap[m], heap[i]
+        cs[heap[i], C_HEAP_POS] = i
+        cs[heap[m], C_HEAP_POS] = m
+        i = m
+
+
+# ---------------------------------------------------------------------------------- per-CPU events
+
+
+@njit(cache=True)
+def _next_grid(t: int, period: int) -> int:
+    return (t // period + 1) * period
+
+
+@njit(cache=True)
+def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
+    best = INF
+    k_best = -1
+    for k in range(tm_next.shape[0]):
+        if tm_next[k, c] < best:
+            best = tm_next[k, c]
+            k_best = k
+    return best, k_best
+
+
+@njit(cache=True)
+def _schedule(
+    cs: np.ndarray,
+    heap: np.ndarray,
+    c: int,
+    ip: np.ndarray,
+    tm_next: np.ndarray,
+    irq_t: np.ndarray,
+    irq_off: np.ndarray,
+    snd_t: np.ndarray,
+    snd_off: np.ndarray,
+    ssnd_t: np.ndarray,
+    ssnd_off: np.ndarray,
+) -> None:
+    """Compute CPU c's next event and put it in the heap. Ties: arrivals before the end of work."""
+    t, k = _next_timer(tm_next, c)
+    kind = EV_TIMER
+    arg = k
+    if cs[c, C_TICK_STOPPED] == 0 and cs[c, C_TICK_NEXT] < t:
+        t = cs[c, C_TICK_NEXT]
+        kind = EV_TICK
+    p = cs[c, C_IRQ_PTR]
+    if p < irq_off[c + 1] and irq_t[p] < t:
+        t = irq_t[p]
+        kind = EV_IRQ
+    if cs[c, C_SIGNAL_AT] < t:
+        t = cs[c, C_SIGNAL_AT]
+        kind = EV_SIGNAL
+    if cs[c, C_MODE] == 1:
+        if cs[c, C_STATE] == 0 and ip[I_IS_POLL0] == 1 and cs[c, C_POLL_DEADLINE] < t:
+            t = cs[c, C_POLL_DEADLINE]
+            kind = EV_POLL_TIMEOUT
+    else:
+        ready = cs[c, C_FREE_AT]
+        p = cs[c, C_SEND_PTR]
+        if p < snd_off[c + 1] and cs[c, C_SPIN_FROM] == INF:
+            ts = max(snd_t[p], ready, cs[c, C_SEND_NOT_BEFORE])
+            if ts <= cs[c, C_BUSY_UNTIL] and ts < t:
+                t = ts
+                kind = EV_SEND
+        p = cs[c, C_SSEND_PTR]
+        if p < ssnd_off[c + 1]:
+            ts = max(ssnd_t[p], ready)
+            if ts <= cs[c, C_BUSY_UNTIL] and ts < t:
+                t = ts
+                kind = EV_SSEND
+        if cs[c, C_BUSY_UNTIL] < t and cs[c, C_SPIN_FROM] == INF:
+            t = cs[c, C_BUSY_UNTIL]
+            kind = EV_BUSY_END
+    cs[c, C_KEY] = t
+    cs[c, C_EV_KIND] = kind
+    cs[c, C_EV_ARG] = arg
+    _heap_fix(cs, heap, c)
+
+
+# ------------------------------------------------------------------------------ cache-line traffic
+
+
+@njit(cache=True)
+def _transfer(ctr: np.ndarray, fp: np.ndarray, cores: int, a: int, b: int, by_target: bool) -> float:
+    """One coherence round trip between CPUs a and b; returns its cost in TSC cycles."""
+    loc = 0 if a // cores == b // cores else 1
+    ctr[K_LT_SAME + loc] += 1
+    ctr[K_LT_TARGET if by_target else K_LT_SENDER] += 1
+    return (fp[P_LINE_SAME] if loc == 0 else fp[P_LINE_OTHER]) * fp[P_TSC_GHZ]
+
+
+@njit(cache=True)
+def _word_read(
+    cs: np.ndarray, seen: np.ndarray, ctr: np.ndarray, fp: np.ndarray, cores: int, r: int, t: int, by_target: bool
+) -> float:
+    owner = cs[t, C_WORD_OWNER]
+    if owner == r or (owner == -1 and seen[r, t] == cs[t, C_WORD_VER]):
+        return 0.0
+    holder = owner if owner >= 0 else cs[t, C_WORD_READER]
+    cyc = _transfer(ctr, fp, cores, r, holder, by_target)
+    cs[t, C_WORD_OWNER] = -1
+    seen[r, t] = cs[t, C_WORD_VER]
+    cs[t, C_WORD_READER] = r
+    return cyc
+
+
+@njit(cache=True)
+def _word_write(
+    cs: np.ndarray, seen: np.ndarray, ctr: np.ndarray, fp: np.ndarray, cores: int, w: int, t: int, by_target: bool
+) -> float:
+    owner = cs[t, C_WORD_OWNER]
+    cyc = 0.0
+    if owner != w:
+        # Pull the line exclusive, or invalidate the other sharers' copies: one round trip either way.
+        holder = owner if owner >= 0 else cs[t, C_WORD_READER]
+        if holder != w:
+            cyc = _transfer(ctr, fp, cores, w, holder, by_target)
+    cs[t, C_WORD_OWNER] = w
+    cs[t, C_WORD_VER] += 1
+    seen[w, t] = cs[t, C_WORD_VER]
+    return cyc
+
+
+# ------------------------------------------------------------------------------------- statistics
+
+
+@njit(cache=True)
+def _sample(lat_buf: np.ndarray, lat_off: np.ndarray, lat_cnt: np.ndarray, src: int, value: int) -> None:
+    i = lat_cnt[src]
+    if lat_off[src] + i < lat_off[src + 1]:
+        lat_buf[lat_off[src] + i] = value
+        lat_cnt[src] = i + 1
+
+
+@njit(cache=True)
+def _account_idle(
+    st: np.ndarray,
+    c: int,
+    s: int,
+    start: int,
+    ret: int,
+    t_end: int,
+    res_ns: np.ndarray,
+    exit_ns: np.ndarray,
+    enabled: np.ndarray,
+) -> int:
+    """cpuidle_enter_state()'s bookkeeping after the state returns; gives last_residency_ns."""
+    diff = ret - start
+    st[ST_USAGE, c, s] += 1
+    st[ST_TIME, c, s] += diff
+    st[ST_RESIDENT, c, s] += max(min(ret, t_end) - start, 0)
+    n = res_ns.shape[0]
+    if diff < res_ns[s]:
+        for i in range(s - 1, -1, -1):
+            if enabled[i]:
+                st[ST_ABOVE, c, s] += 1
+                break
+    elif diff > exit_ns[s]:
+        for i in range(s + 1, n):
+            if not enabled[i]:
+                continue
+            if diff - exit_ns[s] >= res_ns[i]:
+                st[ST_BELOW, c, s] += 1
+            break
+    return diff
+
+
+# ---------------------------------------------------------------------------------- the call queue
+
+
+@njit(cache=True)
+def _drain(
+    cs: np.ndarray,
+    c: int,
+    t: int,
+    q_t: np.ndarray,
+    q_kind: np.ndarray,
+    q_src: np.ndarray,
+    fp: np.ndarray,
+    ip: np.ndarray,
+    rng: np.ndarray,
+    lat_buf: np.ndarray,
+    lat_off: np.ndarray,
+    lat_cnt: np.ndarray,
+) -> tuple[int, int]:
+    """flush_smp_call_function_queue() at t: run the calls, then the woken tasks.
+
+    Returns (end of the call functions, CPU time of the woken tasks including the switch).
+    """
+    tt = t
+    func_ns = int(fp[P_IPI_FUNC])
+    n = cs[c, C_QLEN]
+    for i in range(n):
+        if q_kind[c, i] == 0:
+            _sample(lat_buf, lat_off, lat_cnt, L_IPI, tt - q_t[c, i])
+            tt += func_ns
+            src = q_src[c, i]
+            # csd_unlock() on this CPU: the sender's csd line is now ours, and free.
+            cs[src, C_CSD_FREE_AT] = tt
+            cs[src, C_CSD_OWNER] = c
+            if cs[src, C_SPIN_FROM] != INF:
+                ip[I_SPINNERS] += 1
+    tasks = 0
+    switch = int(fp[P_SCHED_SWITCH])
+    for i in range(n):
+        if q_kind[c, i] == 1:
+            _sample(lat_buf, lat_off, lat_cnt, L_SCHED, tt + tasks + switch - q_t[c, i])
+            tasks += switch + _exp_draw(rng, c, fp[P_SCHED_WORK], ip[I_SCHED_WORK_EXP] == 1)
+    cs[c, C_QLEN] = 0
+    cs[c, C_Q_OWNER] = c
+    return tt, tasks
+
+
+@njit(cache=True)
+def _call(
+    cs: np.ndarray,
+    src: int,
+    dst: int,
+    t: int,
+    kind: int,
+    spun_cyc: float,
+    fp: np.ndarray,
+    ip: np.ndarray,
+    seen: np.ndarray,
+    ctr: np.ndarray,
+    fsum: np.ndarray,
+    q_t: np.ndarray,
+    q_kind: np.ndarray,
+    q_src: np.ndarray,
+    irq_t: np.ndarray,
+    irq_off: np.ndarray,
+) -> float:
+    """The sender's side of one wake-up (kind 0: no-wait smp_call_function_single, 1: ttwu).
+
+    Returns the sender's cost in TSC cycles (csd_lock() wait included: `spun_cyc` is a wait
+    already spent spinning) and posts the signal that will wake the target.
+    """
+    cores = ip[I_CORES]
+    ghz = fp[P_TSC_GHZ]
+    loc = 0 if src // cores == dst // cores else 1
+    cyc = fp[P_SETUP_CYC]
+    wait_cyc = spun_cyc
+    if kind == 0:
+        free = cs[src, C_CSD_FREE_AT]
+        if free > t:
+            wait_cyc += (free - t) * ghz
+            ctr[K_CSD_WAIT] += free - t
+            t = free
+        owner = cs[src, C_CSD_OWNER]
+        if owner != src:
+            # csd_lock_wait() reads the flags the target wrote; csd_lock() then takes the line.
+            cyc += _transfer(ctr, fp, cores, src, owner, False)
+            cyc += _transfer(ctr, fp, cores, src, owner, False)
+        cs[src, C_CSD_OWNER] = src
+        cs[src, C_CSD_FREE_AT] = INF
+    # Queue on the target's call list: one locked operation on a line its last writer holds.
+    if cs[dst, C_Q_OWNER] != src:
+        cyc += _transfer(ctr, fp, cores, src, cs[dst, C_Q_OWNER], False)
+        cs[dst, C_Q_OWNER] = src
+    was_empty = cs[dst, C_QLEN] == 0
+    n = cs[dst, C_QLEN]
+    if n < Q_CAP:
+        q_t[dst, n] = t
+        q_kind[dst, n] = kind
+        q_src[dst, n] = src
+        cs[dst, C_QLEN] = n + 1
+    else:
+        ctr[K_Q_OVERFLOW] += 1
+        if kind == 0:
+            cs[src, C_CSD_FREE_AT] = t  # not tracked: do not leave the sender spinning on it
+    target_idle = cs[dst, C_MODE] == 1
+    waiting = target_idle and t >= cs[dst, C_MWAIT_AT]
+    if not was_empty:
+        ctr[K_COALESCED] += 1
+        return _account_call(ctr, fsum, loc, cyc + wait_cyc, target_idle)
+
+    mech = ip[I_MECH]
+    send_ipi = True
+    if mech == MECH_TIF:
+        # set_nr_if_polling(): a plain read, then the cmpxchg only if the polling flag is set.
+        polling = waiting or (not target_idle and t < cs[dst, C_POLL_CLEAR_AT])
+        cyc += _word_read(cs, seen, ctr, fp, cores, src, dst, False)
+        if polling:
+            cyc += _word_write(cs, seen, ctr, fp, cores, src, dst, False)
+            _post(cs, dst, t + int(cyc / ghz), 1)
+            send_ipi = False
+    elif mech == MECH_RFC:
+        idle_word = waiting and not (cs[dst, C_STATE] == 0 and ip[I_IS_POLL0] == 1)
+        if ip[I_READ_FIRST] == 1:
+            cyc += _word_read(cs, seen, ctr, fp, cores, src, dst, False)
+        if idle_word or ip[I_READ_FIRST] == 0:
+            # atomic_cmpxchg(IDLE -> WAKING): takes the line even when it finds RUNNING.
+            cyc += _word_write(cs, seen, ctr, fp, cores, src, dst, False)
+        if idle_word:
+            t_waking = t + int(cyc / ghz)
+            pend = _transfer(ctr, fp, cores, src, dst, False)  # set_tsk_ipi_pending() on the idle task
+            cyc += pend
+            # The target spins on WAKING and pulls the word back: the WOKENUP store moves it again.
+            cyc += _transfer(ctr, fp, cores, src, dst, False)
+            cs[dst, C_WORD_OWNER] = src
+            t_wokenup = t + int(cyc / ghz)
+            cs[dst, C_STUCK] = 0
+            if ip[I_IRQS_OFF] == 0:
+                p = cs[src, C_IRQ_PTR]
+                if p < irq_off[src + 1] and t_waking < irq_t[p] <= t_waking + int(pend / ghz):
+                    # An interrupt between WAKING and WOKENUP: the target waits for its handler.
+                    stall = int(fp[P_IRQ_ENTRY] + fp[P_IRQ_HANDLER])
+                    t_wokenup += stall
+                    cs[dst, C_STUCK] = 1
+            _post(cs, dst, t_waking, 1)
+            cs[dst, C_WOKENUP_AT] = t_wokenup
+            send_ipi = False
+    if send_ipi:
+        cyc += fp[P_APIC_SAME_CYC] if loc == 0 else fp[P_APIC_OTHER_CYC]
+        flight = fp[P_DELIVERY] + (0.0 if loc == 0 else fp[P_LINE_OTHER] - fp[P_LINE_SAME])
+        _post(cs, dst, t + int(cyc / ghz + flight), 0)
+        if kind == 0:
+            ctr[K_IPI_SENT] += 1
+            ctr[K_LOC_IPIS + loc] += 1
+        else:
+            ctr[K_SIPI_SENT] += 1
+    else:
+        ctr[K_AVOIDED if kind == 0 else K_SAVOIDED] += 1
+    if kind == 1:
+        return cyc
+    return _account_call(ctr, fsum, loc, cyc + wait_cyc, target_idle)
+
+
+@njit(cache=True)
+def _account_call(ctr: np.ndarray, fsum: np.ndarray, loc: int, cyc: float, idle: bool) -> float:
+    ctr[K_LOC_CALLS + loc] += 1
+    fsum[F_LOC_CYC + loc] += cyc
+    if idle:
+        ctr[K_LOC_IDLE + loc] += 1
+        fsum[F_LOC_IDLE_CYC + loc] += cyc
+    else:
+        ctr[K_LOC_BUSY + loc] += 1
+        fsum[F_LOC_BUSY_CYC + loc] += cyc
+    return cyc
+
+
+@njit(cache=True)
+def _post(cs: np.ndarray, dst: int, t: int, signal_type: int) -> None:
+    if t < cs[dst, C_SIGNAL_AT]:
+        cs[dst, C_SIGNAL_AT] = t
+        cs[dst, C_SIGNAL_TYPE] = signal_type
+
+
+# ------------------------------------------------------------------------------------- the loop
+
+
+@njit(cache=True)
+def run_until(
+    t_stop: int,
+    cs: np.ndarray,
+    heap: np.ndarray,
+    g: np.ndarray,
+    fp: np.ndarray,
+    ip: np.ndarray,
+    res_ns: np.ndarray,
+    exit_ns: np.ndarray,
+    enabled: np.ndarray,
+    irq_on: np.ndarray,
+    direct_saving: np.ndarray,
+    entry_ns: np.ndarray,
+    median_ns: np.ndarray,
+    sigma: np.ndarray,
+    tm_next: np.ndarray,
+    tm_period: np.ndarray,
+    tm_handler: np.ndarray,
+    tm_work: np.ndarray,
+    irq_t: np.ndarray,
+    irq_off: np.ndarray,
+    snd_t: np.ndarray,
+    snd_dst: np.ndarray,
+    snd_off: np.ndarray,
+    ssnd_t: np.ndarray,
+    ssnd_dst: np.ndarray,
+    ssnd_off: np.ndarray,
+    inc_t: np.ndarray,
+    inc_off: np.ndarray,
+    q_t: np.ndarray,
+    q_kind: np.ndarray,
+    q_src: np.ndarray,
+    seen: np.ndarray,
+    rng: np.ndarray,
+    st: np.ndarray,
+    ssum: np.ndarray,
+    lat_buf: np.ndarray,
+    lat_off: np.ndarray,
+    lat_cnt: np.ndarray,
+    ctr: np.ndarray,
+    fsum: np.ndarray,
+    tl: np.ndarray,
+) -> None:
+    """Process every event before t_stop (the caller steps t_stop to report progress)."""
+    cores = ip[I_CORES]
+    tick_ns = ip[I_TICK_NS]
+    t_end = ip[I_T_END]
+    e_ns = int(fp[P_IRQ_ENTRY])
+    h_ns = int(fp[P_EXIT_HK])
+    sw_ns = int(fp[P_SCHED_SWITCH])
+    mech = ip[I_MECH]
+    uses_word = mech != MECH_IPI
+    is_poll0 = ip[I_IS_POLL0] == 1
+    while True:
+        c = heap[0]
+        t = cs[c, C_KEY]
+        if t >= t_stop:
+            break
+        ctr[K_EVENTS] += 1
+        kind = cs[c, C_EV_KIND]
+        arg = cs[c, C_EV_ARG]
+
+        if cs[c, C_MODE] == 1:
+            # ------------------------------------------------------------ wake from idle
+            s = cs[c, C_STATE]
+            start = cs[c, C_IDLE_START]
+            mw = cs[c, C_MWAIT_AT]
+            poll = s == 0 and is_poll0
+            if poll and t < mw and kind != EV_POLL_TIMEOUT:
+                # POLL entry refused: an interrupt was already pending.
+                st[ST_REJECTED, c, s] += 1
+                note_rejected(g, c)
+                cs[c, C_MODE] = 0
+                cs[c, C_BUSY_UNTIL] = start
+                cs[c, C_FREE_AT] = start
+                cs[c, C_POLL_CLEAR_AT] = start
+                _schedule(cs, heap, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+                continue
+            x = 0
+            if not poll and t >= mw:
+                x = _exit_draw(rng, c, median_ns[s], sigma[s])
+                ssum[S_EXIT_SUM, s] += x
+                ssum[S_EXIT_N, s] += 1
+            t_hw = max(t, mw) + x
+            interrupt = kind == EV_TIMER or kind == EV_TICK or kind == EV_IRQ
+            if kind == EV_SIGNAL:
+                interrupt = cs[c, C_SIGNAL_TYPE] == 0
+                cs[c, C_SIGNAL_AT] = INF
+            handler = 0
+            if kind == EV_TIMER:
+                handler = tm_handler[arg]
+            elif kind == EV_TICK:
+                handler = int(fp[P_TICK_HANDLER])
+            elif kind == EV_IRQ:
+                handler = int(fp[P_IRQ_HANDLER])
+            task_ns = 0  # CPU time of what runs after the idle loop exits
+            wakes_task = False
+            drained_end = -1
+            if kind == EV_POLL_TIMEOUT:
+                ret = t
+                t_after = t
+            elif interrupt:
+                if irq_on[s]:
+                    t_irq = t_hw + e_ns
+                    if kind == EV_SIGNAL:
+                        t_hend, task_ns = _drain(
+                            cs, c, t_irq, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt
+                        )
+                        drained_end = t_hend
+                    else:
+                        t_hend = t_irq + handler
+                    ret = t_hend  # the handler runs inside the state's residency
+                    t_after = ret + h_ns
+                    t_task = max(t_after, t_after + sw_ns - direct_saving[s])
+                else:
+                    ret = t_hw
+                    t_irq = ret + h_ns + e_ns
+                    if kind == EV_SIGNAL:
+                        t_hend, task_ns = _drain(
+                            cs, c, t_irq, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt
+                        )
+                        drained_end = t_hend
+                    else:
+                        t_hend = t_irq + handler
+                    t_after = t_hend
+                    t_task = t_after + sw_ns
+                ssum[S_INTR_SUM, s] += t_irq - t
+                ssum[S_INTR_N, s] += 1
+                _sample(lat_buf, lat_off, lat_cnt, L_INTR, t_irq - t)
+                if kind == EV_TIMER:
+                    _sample(lat_buf, lat_off, lat_cnt, L_TIMER, t_task - t)
+                    task_ns = (t_task - t_after) + tm_work[arg]
+                    wakes_task = True
+                elif kind == EV_IRQ:
+                    _sample(lat_buf, lat_off, lat_cnt, L_IRQ, t_irq - t)
+                    task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+                    wakes_task = task_ns > 0
+            else:
+                # Woken through the monitored line: no interrupt; RFC targets wait for WOKENUP.
+                ret = t_hw
+                if mech == MECH_RFC:
+                    if cs[c, C_WOKENUP_AT] > ret:
+                        if cs[c, C_STUCK] == 1:
+                            ctr[K_STUCK] += 1
+                            fsum[F_STUCK_NS] += cs[c, C_WOKENUP_AT] - ret
+                        ret = cs[c, C_WOKENUP_AT]
+                    _word_read(cs, seen, ctr, fp, cores, c, c, True)
+                t_after = ret + h_ns
+            if kind != EV_POLL_TIMEOUT:
+                wake = ret - t if interrupt and irq_on[s] else t_hw - t
+                if mech == MECH_RFC and not interrupt:
+                    wake = ret - t
+                ssum[S_WAKE_SUM, s] += wake
+                ssum[S_WAKE_N, s] += 1
+                _sample(lat_buf, lat_off, lat_cnt, L_WAKE, wake)
+                ctr[K_WAKEUPS] += 1
+            if kind == EV_TIMER:
+                tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
+            elif kind == EV_IRQ:
+                cs[c, C_IRQ_PTR] += 1
+            elif kind == EV_TICK:
+                cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
+            last_res = _account_idle(st, c, s, start, ret, t_end, res_ns, exit_ns, enabled)
+            reflect(ip[I_GOV], g, c, s, last_res, kind == EV_TICK, kind == EV_POLL_TIMEOUT)
+            if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
+                i = ctr[K_TL]
+                tl[i, 0] = c
+                tl[i, 1] = start
+                tl[i, 2] = ret
+                tl[i, 3] = s
+                ctr[K_TL] = i + 1
+            if uses_word and not (mech == MECH_RFC and poll):
+                _word_write(cs, seen, ctr, fp, cores, c, c, True)  # RUNNING / clear polling
+            cs[c, C_MODE] = 0
+            cs[c, C_POLL_CLEAR_AT] = t_hw
+            # The idle loop's exit flushes the call queue (flush_smp_call_function_queue()).
+            if drained_end < 0 and cs[c, C_QLEN] > 0 and kind != EV_POLL_TIMEOUT:
+                t_d, tasks = _drain(cs, c, t_after, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt)
+                task_ns += (t_d - t_after) + tasks
+                wakes_task = wakes_task or tasks > 0
+                if cs[c, C_SIGNAL_TYPE] == 1:
+                    cs[c, C_SIGNAL_AT] = INF
+            elif task_ns > 0 and drained_end >= 0:
+                wakes_task = True
+            if wakes_task:
+                cs[c, C_TICK_STOPPED] = 0  # tick_nohz_idle_exit() restarts the tick
+                cs[c, C_TICK_NEXT] = _next_grid(t_after, tick_ns)
+            cs[c, C_FREE_AT] = t_after
+            cs[c, C_BUSY_UNTIL] = t_after + task_ns
+            _schedule(cs, heap, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+            if ip[I_SPINNERS] > 0:
+                _release_spinners(cs, heap, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+            continue
+
+        # ---------------------------------------------------------------- running
+        take = max(t, cs[c, C_FREE_AT])
+        busy = max(cs[c, C_BUSY_UNTIL], t)
+        if kind == EV_BUSY_END:
+            _enter_idle(
+                cs, c, t, g, fp, ip, res_ns, exit_ns, enabled, entry_ns, tm_next, irq_t, irq_off, inc_t, inc_off,
+                seen, ctr, tick_ns,
+            )
+        elif kind == EV_TIMER:
+            t_task = take + e_ns + tm_handler[arg] + sw_ns
+            _sample(lat_buf, lat_off, lat_cnt, L_TIMER, t_task - t)
+            cs[c, C_BUSY_UNTIL] = busy + e_ns + tm_handler[arg] + sw_ns + tm_work[arg]
+            tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
+        elif kind == EV_TICK:
+            cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
+            cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
+        elif kind == EV_IRQ:
+            _sample(lat_buf, lat_off, lat_cnt, L_IRQ, take + e_ns - t)
+            work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+            cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_IRQ_HANDLER]) + work
+            cs[c, C_IRQ_PTR] += 1
+        elif kind == EV_SIGNAL:
+            at = take + (e_ns if cs[c, C_SIGNAL_TYPE] == 0 else 0)
+            t_d, tasks = _drain(cs, c, at, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt)
+            cs[c, C_BUSY_UNTIL] = busy + (at - take) + (t_d - at) + tasks
+            cs[c, C_SIGNAL_AT] = INF
+        elif kind == EV_SEND:
+            p = cs[c, C_SEND_PTR]
+            if cs[c, C_CSD_FREE_AT] == INF:
+                # csd_lock(): our previous call has not run yet; spin until it has.
+                cs[c, C_SPIN_FROM] = t
+            else:
+                if snd_t[p] < cs[c, C_FREE_AT] and snd_t[p] < t:
+                    ctr[K_DEFERRED] += 1
+                ctr[K_REQ] += 1
+                ctr[K_CSD_WAIT] += cs[c, C_SPUN_NS]
+                spun = cs[c, C_SPUN_NS] * fp[P_TSC_GHZ]
+                cs[c, C_SPUN_NS] = 0
+                cyc = _call(
+                    cs, c, snd_dst[p], t, 0, spun, fp, ip, seen, ctr, fsum, q_t, q_kind, q_src, irq_t, irq_off
+                )
+                cs[c, C_BUSY_UNTIL] = busy + int((cyc - spun) / fp[P_TSC_GHZ])
+                cs[c, C_SEND_PTR] = p + 1
+                _schedule(cs, heap, snd_dst[p], ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+        elif kind == EV_SSEND:
+            p = cs[c, C_SSEND_PTR]
+            ctr[K_SREQ] += 1
+            cyc = _call(cs, c, ssnd_dst[p], t, 1, 0.0, fp, ip, seen, ctr, fsum, q_t, q_kind, q_src, irq_t, irq_off)
+            cs[c, C_BUSY_UNTIL] = busy + int(cyc / fp[P_TSC_GHZ])
+            cs[c, C_SSEND_PTR] = p + 1
+            _schedule(cs, heap, ssnd_dst[p], ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+        _schedule(cs, heap, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+        if ip[I_SPINNERS] > 0:
+            _release_spinners(cs, heap, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+
+
+@njit(cache=True)
+def _release_spinners(
+    cs: np.ndarray,
+    heap: np.ndarray,
+    ip: np.ndarray,
+    tm_next: np.ndarray,
+    irq_t: np.ndarray,
+    irq_off: np.ndarray,
+    snd_t: np.ndarray,
+    snd_off: np.ndarray,
+    ssnd_t: np.ndarray,
+    ssnd_off: np.ndarray,
+) -> None:
+    """Senders spinning in csd_lock() whose previous call has now run may go on."""
+    ip[I_SPINNERS] = 0
+    n = cs.shape[0]
+    for src in range(n):
+        if cs[src, C_SPIN_FROM] != INF and cs[src, C_CSD_FREE_AT] != INF:
+            spun = max(cs[src, C_CSD_FREE_AT] - cs[src, C_SPIN_FROM], 0)
+            cs[src, C_BUSY_UNTIL] = max(cs[src, C_BUSY_UNTIL], cs[src, C_SPIN_FROM]) + spun
+            cs[src, C_SEND_NOT_BEFORE] = cs[src, C_CSD_FREE_AT]
+            cs[src, C_SPUN_NS] = spun
+            cs[src, C_SPIN_FROM] = INF
+            _schedule(cs, heap, src, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+
+
+@njit(cache=True)
+def _enter_idle(
+    cs: np.ndarray,
+    c: int,
+    t: int,
+    g: np.ndarray,
+    fp: np.ndarray,
+    ip: np.ndarray,
+    res_ns: np.ndarray,
+    exit_ns: np.ndarray,
+    enabled: np.ndarray,
+    entry_ns: np.ndarray,
+    tm_next: np.ndarray,
+    irq_t: np.ndarray,
+    irq_off: np.ndarray,
+    inc_t: np.ndarray,
+    inc_off: np.ndarray,
+    seen: np.ndarray,
+    ctr: np.ndarray,
+    tick_ns: int,
+) -> None:
+    """do_idle() -> cpuidle_idle_call(): select a state, maybe stop the tick, enter it."""
+    t_start = t + int(fp[P_ENTRY_HK])
+    timer, _ = _next_timer(tm_next, c)
+    sleep_length = min(max(timer - t_start, 0), ip[I_MAX_SLEEP])
+    tick_stopped = cs[c, C_TICK_STOPPED] == 1
+    delta_tick = sleep_length if tick_stopped else _next_grid(t_start, tick_ns) - t_start
+    if ip[I_NOHZ] == 0:
+        delta_tick = _next_grid(t_start, tick_ns) - t_start
+        sleep_length = min(sleep_length, delta_tick)
+    oracle = INF
+    if ip[I_GOV] == 3:
+        # The next wake-up this CPU will see: timers, device interrupts, signals in flight and
+        # the calls other CPUs are due to make to it.
+        oracle = timer
+        p = cs[c, C_IRQ_PTR]
+        if p < irq_off[c + 1]:
+            oracle = min(oracle, irq_t[p])
+        oracle = min(oracle, cs[c, C_SIGNAL_AT])
+        p = cs[c, C_INC_PTR]
+        while p < inc_off[c + 1] and inc_t[p] < t_start:
+            p += 1
+        cs[c, C_INC_PTR] = p
+        if p < inc_off[c + 1]:
+            oracle = min(oracle, inc_t[p])
+        oracle = max(oracle - t_start, 0)
+    idx, stop = select_state(
+        ip[I_GOV], g, c, res_ns, exit_ns, enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ], sleep_length, delta_tick,
+        tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+    )
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped):
+        cs[c, C_TICK_STOPPED] = 1
+    else:
+        cs[c, C_TICK_STOPPED] = 0
+        if cs[c, C_TICK_NEXT] <= t:
+            cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
+    cs[c, C_MODE] = 1
+    cs[c, C_STATE] = idx
+    cs[c, C_IDLE_START] = t_start
+    cs[c, C_MWAIT_AT] = t_start + entry_ns[idx]
+    cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
+    mech = ip[I_MECH]
+    if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
+        _word_write(cs, seen, ctr, fp, ip[I_CORES], c, c, True)  # IDLE / set polling
