@@ -837,7 +837,7 @@ def _release_spinners(
             _schedule(cs, heap, src, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _enter_idle(
     cs: np.ndarray,
     c: int,

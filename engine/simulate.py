@@ -505,6 +505,10 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
             out.append(f"{s.name} median exit latency = {med.value:g} us (estimate: {med.source})")
         if s.entry_cost_ns.kind == "estimate" and s.entry_cost_ns.value:
             out.append(f"{s.name} entry cost = {s.entry_cost_ns.value:g} ns (estimate: {s.entry_cost_ns.source})")
+    out.append(
+        "sender cycles are TSC cycles at the nominal clock (tsc_mhz): the 2012 RFC does not say how it "
+        "counted cycles, and rdtsc at the nominal clock is the likely reading"
+    )
     out.append("per-state power figures are estimates (energy is indicative only)")
     w = config.wakeups
     out.append(
