@@ -274,7 +274,11 @@ def latency_histogram_figure(result_or_runs: Result | Sequence[tuple[str, Result
                     x=xs,
                     y=ys,
                     mode="lines",
-                    line={"shape": "hv", "color": SOURCE_COLORS[src], "dash": _RUN_DASHES[i % len(_RUN_DASHES)]},
+                    line={
+                        "shape": "hv",
+                        "color": SOURCE_COLORS[src],
+                        "dash": _RUN_DASHES[i % len(_RUN_DASHES)],
+                    },
                     customdata=custom,
                     hovertemplate=(
                         f"<b>{SOURCE_NAMES[src]}</b>{_suffix(label)}<br>"
@@ -367,8 +371,12 @@ def wake_vs_intr_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -
                     x=[intr],
                     y=[wake],
                     mode="markers",
-                    marker={"color": state_color(s["name"]), "size": 13, "symbol": symbol,
-                            "line": {"color": "#222", "width": 1}},
+                    marker={
+                        "color": state_color(s["name"]),
+                        "size": 13,
+                        "symbol": symbol,
+                        "line": {"color": "#222", "width": 1},
+                    },
                     hovertemplate=(
                         f"<b>{s['name']}</b> ({irq}){_suffix(label)}<br>mean IntrLatency %{{x:.3f}} us"
                         "<br>mean WakeLatency %{y:.3f} us<extra></extra>"
@@ -464,7 +472,9 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
                 texttemplate="%{y:.0f}",
                 textposition="outside",
                 hovertemplate=(
-                    "<b>%{x}</b><br>" + MECHANISM_NAMES.get(mech, mech) + _suffix(label)
+                    "<b>%{x}</b><br>"
+                    + MECHANISM_NAMES.get(mech, mech)
+                    + _suffix(label)
                     + "<br>mean %{y:.0f} cycles over %{customdata[0]} calls"
                     "<br>IPIs sent to this locality: %{customdata[1]} of %{customdata[2]} calls"
                     "<extra></extra>"
@@ -522,8 +532,13 @@ def timeline_figure(result: Result) -> Figure:
         height=max(220, 110 + 45 * len(cpus)),
         hovermode="closest",
         xaxis={"title": {"text": "Time since start (us)"}, "rangemode": "tozero"},
-        yaxis={"title": {"text": "CPU"}, "type": "category", "categoryorder": "array",
-               "categoryarray": cpus, "autorange": "reversed"},
+        yaxis={
+            "title": {"text": "CPU"},
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": cpus,
+            "autorange": "reversed",
+        },
     )
 
 
@@ -596,8 +611,12 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
                     mode="markers+text",
                     text=[name],
                     textposition="middle right",
-                    marker={"color": state_color(name), "size": 13, "symbol": symbol,
-                            "line": {"color": "#222", "width": 1}},
+                    marker={
+                        "color": state_color(name),
+                        "size": 13,
+                        "symbol": symbol,
+                        "line": {"color": "#222", "width": 1},
+                    },
                     hovertemplate=(
                         f"<b>{name}</b>{suffix} (MWAIT {hint})<br>target residency %{{x:g}} us"
                         f"<br>exit latency %{{y:g}} us (table, worst case)<br>flags: {flags}<extra></extra>"
@@ -617,8 +636,12 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
                             y=[value, exit_us],
                             mode="lines+markers",
                             line={"color": state_color(name), "width": 1, "dash": "dot"},
-                            marker={"color": "#fff", "size": [10, 0], "symbol": f"{symbol}-open",
-                                    "line": {"color": state_color(name), "width": 2}},
+                            marker={
+                                "color": "#fff",
+                                "size": [10, 0],
+                                "symbol": f"{symbol}-open",
+                                "line": {"color": state_color(name), "width": 2},
+                            },
                             hovertemplate=(
                                 f"<b>{name}</b>{suffix}<br>median exit latency %{{y:g}} us "
                                 f"({'ESTIMATE' if kind == 'estimate' else kind})<extra></extra>"
@@ -635,3 +658,183 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
         xaxis={"title": {"text": "Target residency (us, log scale)"}, "type": "log"},
         yaxis={"title": {"text": "Exit latency (us, log scale)"}, "type": "log"},
     )
+
+
+# --- summary figures (run page cards, compare deltas) -----------------------------------------
+
+
+class Metric:
+    """A summary figure of a run: how to read it from a result, its unit, and which way is better."""
+
+    def __init__(
+        self,
+        key: str,
+        label: str,
+        unit: str,
+        get: Callable[[Result], float | None],
+        better: str | None = None,
+        estimate: bool = False,
+    ) -> None:
+        self.key, self.label, self.unit, self.get, self.better, self.estimate = (
+            key,
+            label,
+            unit,
+            get,
+            better,
+            estimate,
+        )
+
+    def value(self, result: Result) -> float | None:
+        try:
+            v = self.get(result)
+        except (KeyError, TypeError, IndexError):
+            return None
+        return None if v is None else float(v)
+
+
+def _lat(src: str, key: str) -> Callable[[Result], float | None]:
+    def get(r: Result) -> float | None:
+        stats = r["latency"].get(src)
+        if not stats or not stats["count"]:
+            return None
+        return float(stats[key]) / 1000.0
+
+    return get
+
+
+def _sum_states(key: str) -> Callable[[Result], float]:
+    return lambda r: float(sum(s[key] for s in r["states"]))
+
+
+SUMMARY_METRICS: list[Metric] = [
+    Metric("wakeups", "Wake-ups from idle", "", lambda r: r["wakeups"]),
+    Metric("busy_share", "Busy (C0)", "%", lambda r: r["busy_share"] * 100),
+    Metric("wake_mean_us", "WakeLatency mean", "us", _lat("wake", "mean_ns"), "lower"),
+    Metric("wake_p99_us", "WakeLatency p99", "us", _lat("wake", "p99_ns"), "lower"),
+    Metric("intr_mean_us", "IntrLatency mean", "us", _lat("intr", "mean_ns"), "lower"),
+    Metric("intr_p99_us", "IntrLatency p99", "us", _lat("intr", "p99_ns"), "lower"),
+    Metric("timer_mean_us", "Timer latency mean (cyclictest)", "us", _lat("timer", "mean_ns"), "lower"),
+    Metric("timer_p99_us", "Timer latency p99 (cyclictest)", "us", _lat("timer", "p99_ns"), "lower"),
+    Metric("timer_max_us", "Timer latency max (cyclictest)", "us", _lat("timer", "max_ns"), "lower"),
+    Metric("ipi_mean_us", "smp_call_function_single latency mean", "us", _lat("ipi", "mean_ns"), "lower"),
+    Metric(
+        "ipis_sent", "IPIs sent", "", lambda r: r["ipi"]["ipis_sent"] + r["ipi"]["sched_ipis_sent"], "lower"
+    ),
+    Metric(
+        "ipis_avoided",
+        "IPIs avoided",
+        "",
+        lambda r: r["ipi"]["ipis_avoided"] + r["ipi"]["sched_ipis_avoided"],
+        "higher",
+    ),
+    Metric(
+        "sender_same_cycles",
+        "Sender cost, same socket",
+        "cycles",
+        lambda r: r["ipi"]["same_socket"]["mean_cycles"] if r["ipi"]["same_socket"]["calls"] else None,
+        "lower",
+    ),
+    Metric(
+        "sender_other_cycles",
+        "Sender cost, other socket",
+        "cycles",
+        lambda r: r["ipi"]["other_socket"]["mean_cycles"] if r["ipi"]["other_socket"]["calls"] else None,
+        "lower",
+    ),
+    Metric(
+        "line_transfers",
+        "Cache-line transfers",
+        "",
+        lambda r: r["ipi"]["line_transfers_sender"] + r["ipi"]["line_transfers_target"],
+        "lower",
+    ),
+    Metric("above", "Too deep (above)", "", _sum_states("above"), "lower"),
+    Metric("below", "Too shallow (below)", "", _sum_states("below"), "lower"),
+    Metric("energy_j", "Energy", "J", lambda r: r["energy"]["joules"], "lower", estimate=True),
+    Metric(
+        "watts_per_cpu",
+        "Mean power per CPU",
+        "W",
+        lambda r: r["energy"]["mean_watts_per_cpu"],
+        "lower",
+        estimate=True,
+    ),
+]
+
+
+def _residency_metric(name: str) -> Metric:
+    def get(r: Result) -> float | None:
+        for s in r["states"]:
+            if s["name"] == name:
+                return float(s["residency"]) * 100
+        return None
+
+    return Metric(f"residency_{name}", f"{name} residency", "%", get)
+
+
+def summary_figures(result: Result) -> list[dict[str, Any]]:
+    """The run page's headline numbers: `{"key", "label", "unit", "value", "better", "estimate"}`."""
+    out = []
+    for m in SUMMARY_METRICS:
+        v = m.value(result)
+        if v is not None:
+            out.append(
+                {
+                    "key": m.key,
+                    "label": m.label,
+                    "unit": m.unit,
+                    "value": v,
+                    "better": m.better,
+                    "estimate": m.estimate,
+                }
+            )
+    return out
+
+
+def compare_table(runs: Sequence[tuple[str, Result]]) -> list[dict[str, Any]]:
+    """Rows of aligned figures with % deltas against the first run and which direction is better.
+
+    Each row: `{"key", "label", "unit", "better", "estimate", "values": [...],
+    "deltas": [{"pct", "verdict"} | None, ...]}`; `verdict` is "better", "worse" or "same"
+    (or None where no direction is better, as for residency shares).
+    """
+    names: list[str] = []
+    for _, r in runs:
+        for s in r["states"]:
+            if s["name"] not in names:
+                names.append(s["name"])
+    metrics = [*SUMMARY_METRICS, *(_residency_metric(n) for n in names)]
+    rows = []
+    for m in metrics:
+        values = [m.value(r) for _, r in runs]
+        if all(v is None for v in values):
+            continue
+        base = values[0]
+        deltas: list[dict[str, Any] | None] = [None]
+        for v in values[1:]:
+            if base is None or v is None:
+                deltas.append(None)
+                continue
+            if base == 0:
+                pct = 0.0 if v == 0 else None
+            else:
+                pct = (v - base) / abs(base) * 100
+            verdict = None
+            if m.better and pct is not None:
+                if abs(pct) < 0.05:
+                    verdict = "same"
+                else:
+                    verdict = "better" if (pct < 0) == (m.better == "lower") else "worse"
+            deltas.append({"pct": pct, "verdict": verdict, "diff": v - base})
+        rows.append(
+            {
+                "key": m.key,
+                "label": m.label,
+                "unit": m.unit,
+                "better": m.better,
+                "estimate": m.estimate,
+                "values": values,
+                "deltas": deltas,
+            }
+        )
+    return rows

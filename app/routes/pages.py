@@ -1,0 +1,817 @@
+"""HTML pages of the dashboard, their downloads, and the locally served plotly.js.
+
+Every page gets its data from the same loader as its JSON twin in `app.views` (`/runs/{id}` and
+`/api/runs/{id}` both call `load_run_view`), then adds the chart figures from `app.charts`.
+No inline scripts: chart data travels in `<script type="application/json">` blocks, escaped so
+user text cannot close them, and static/js/*.js modules draw it. `install(app)` adds the
+Content-Security-Policy header to every HTML response and caching/compression to /static.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import importlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, get_args
+
+import orjson
+import plotly
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
+from starlette.datastructures import MutableHeaders
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app import charts
+from app.config import REPO_ROOT
+from app.errors import NotFound
+from engine.config import GovernorName, Mechanism, SimConfig
+from engine.governors import GOVERNOR_KERNEL
+
+router = APIRouter(include_in_schema=False)
+
+TEMPLATES_DIR = REPO_ROOT / "templates"
+STATIC_DIR = REPO_ROOT / "static"
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'"
+)
+# Versioned URLs (the plotly bundle, `?v=<hash>` static links) never change content.
+CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
+# Unversioned static files (JS modules imported by path) are revalidated with their ETag.
+CACHE_REVALIDATE = "no-cache"
+
+
+# --- templates -------------------------------------------------------------------------------------
+
+
+def json_script(value: Any) -> Markup:
+    """JSON for a `<script type="application/json">` block: `<`, `>` and `&` escaped as \\uXXXX,
+    so a run title such as `</script><script>...` stays data."""
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return Markup(text)
+
+
+@cache
+def _file_hash(path: str) -> str:
+    return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:12]
+
+
+def static_url(path: str) -> str:
+    """`/static/<path>?v=<content hash>`: cacheable forever, changes when the file does."""
+    try:
+        return f"/static/{path}?v={_file_hash(path)}"
+    except OSError:
+        return f"/static/{path}"
+
+
+def fmt_num(value: Any, digits: int = 3) -> str:
+    """A number for tables: integers with thousands separators, others to `digits` significant."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        if abs(value) >= 10 ** digits:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def fmt_us(ns: float | None) -> str:
+    return "–" if ns is None else fmt_num(ns / 1000.0) + " us"
+
+
+def fmt_time(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "" if value is None else str(value)
+
+
+class PageTemplates(Jinja2Templates):
+    """Jinja2 templates whose HTML responses carry the CSP header even without `install(app)`
+    (error pages rendered by `app.errors` included)."""
+
+    def TemplateResponse(self, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - Starlette's name
+        response = super().TemplateResponse(*args, **kwargs)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        return response
+
+
+def make_templates() -> PageTemplates:
+    templates = PageTemplates(directory=str(TEMPLATES_DIR))
+    env = templates.env
+    env.autoescape = True
+    env.globals.update(
+        static_url=static_url,
+        plotly_js_url=lambda: f"/vendor/plotly-{plotly_js_version()}.min.js",
+        state_color=charts.state_color,
+        source_names=charts.SOURCE_NAMES,
+        mechanism_names=charts.MECHANISM_NAMES,
+        governor_kernel=GOVERNOR_KERNEL,
+    )
+    env.filters.update(json_script=json_script, num=fmt_num, us=fmt_us, time=fmt_time)
+    return templates
+
+
+templates = make_templates()
+
+
+def render(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Any:
+    return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+
+# --- plotly.js, served from the installed plotly package -------------------------------------------
+
+PLOTLY_JS_PATH = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+@cache
+def plotly_js_version() -> str:
+    """plotly.js's own version (not the Python package's), read from the bundle's banner."""
+    from plotly.offline import get_plotlyjs_version
+
+    return get_plotlyjs_version()
+
+
+@cache
+def _plotly_js_bytes() -> tuple[bytes, bytes, str]:
+    """The bundle, its gzip (compressed once per process) and its ETag."""
+    raw = PLOTLY_JS_PATH.read_bytes()
+    return raw, gzip.compress(raw, compresslevel=9, mtime=0), hashlib.sha256(raw).hexdigest()[:16]
+
+
+@router.get(f"/vendor/plotly-{plotly_js_version()}.min.js", name="plotly_js")
+def plotly_js(request: Request) -> Response:
+    raw, gz, etag = _plotly_js_bytes()
+    headers = {"Cache-Control": CACHE_IMMUTABLE, "ETag": f'"{etag}"', "Vary": "Accept-Encoding"}
+    if request.headers.get("if-none-match") == f'"{etag}"':
+        return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return Response(gz, media_type="text/javascript", headers=headers)
+    return Response(raw, media_type="text/javascript", headers=headers)
+
+
+# --- middleware ------------------------------------------------------------------------------------
+
+
+class DashboardMiddleware:
+    """CSP (and nosniff) on every HTML response; gzip and Cache-Control for /static files."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.gzip = GZipMiddleware(app, minimum_size=512)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+        versioned = static and b"v=" in scope.get("query_string", b"")
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if headers.get("content-type", "").startswith("text/html"):
+                    if "content-security-policy" not in headers:
+                        headers["Content-Security-Policy"] = CSP
+                    if "x-content-type-options" not in headers:
+                        headers["X-Content-Type-Options"] = "nosniff"
+                if static and message["status"] in (200, 304):
+                    headers["Cache-Control"] = CACHE_IMMUTABLE if versioned else CACHE_REVALIDATE
+            await send(message)
+
+        await (self.gzip if static else self.app)(scope, receive, send_wrapper)
+
+
+def install(app: Any) -> None:
+    """Call from `create_app()`: adds `DashboardMiddleware` and the page templates (for error.html)."""
+    app.add_middleware(DashboardMiddleware)
+    if getattr(app.state, "templates", None) is None:
+        app.state.templates = templates
+
+
+# --- loaders (from app.views, the pages' JSON twins) -----------------------------------------------
+
+
+def _views() -> Any:
+    return importlib.import_module("app.views")
+
+
+def _plain(obj: Any) -> Any:
+    """A loader's answer as plain JSON-ready data (pydantic models dumped, stored bytes parsed)."""
+    if obj is None:
+        return None
+    if hasattr(obj, "model_dump"):
+        return _plain(obj.model_dump(mode="json"))
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return orjson.loads(bytes(obj))
+    if isinstance(obj, orjson.Fragment):
+        return orjson.loads(obj.contents)
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    return obj
+
+
+def load_run(request: Request, run_id: str) -> dict[str, Any]:
+    """The run as `/api/runs/{id}` answers it; `NotFound` (a 404 page) for an unknown id."""
+    run = _plain(_call_view("load_run_view", request, run_id))
+    if not run:
+        raise NotFound(f"run {run_id!r} not found")
+    return run
+
+
+def _call_view(name: str, request: Request, *args: Any, **kwargs: Any) -> Any:
+    from app.db import session_scope
+
+    loader: Callable[..., Any] = getattr(_views(), name)
+    with session_scope(request.app.state.sessionmaker) as session:
+        return loader(session, *args, **kwargs)
+
+
+# --- pages -----------------------------------------------------------------------------------------
+
+
+def _scenarios() -> list[dict[str, Any]]:
+    """Built-in scenarios if the scenarios module is there (another author's); else none."""
+    for module_name in ("app.scenarios", "app.routes.scenarios"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for attr in ("list_scenarios", "scenarios_view", "SCENARIOS"):
+            found = getattr(module, attr, None)
+            if found is None:
+                continue
+            try:
+                items = found() if callable(found) else found
+            except Exception:  # noqa: BLE001 - a broken optional module must not break the home page
+                return []
+            if isinstance(items, Mapping):
+                items = [{"name": k, **(_plain(v) if isinstance(_plain(v), Mapping) else {})} for k, v in items.items()]
+            return [_plain(i) for i in items]
+    return []
+
+
+def _runs_list(request: Request, **params: Any) -> dict[str, Any]:
+    listing = _plain(_call_view("list_runs_view", request, **params))
+    if isinstance(listing, list):
+        listing = {"runs": listing}
+    listing.setdefault("runs", listing.get("items", []))
+    return listing
+
+
+def _platforms(request: Request) -> list[dict[str, Any]]:
+    items = _plain(_call_view("platforms_view", request))
+    if isinstance(items, Mapping):
+        items = items.get("platforms", items.get("items", list(items.values())))
+    return list(items)
+
+
+@router.get("/", name="home")
+def home(request: Request) -> Any:
+    return render(
+        request,
+        "home.html",
+        {
+            "platforms": _platforms(request),
+            "scenarios": _scenarios(),
+            "recent": _runs_list(request, limit=10)["runs"],
+        },
+    )
+
+
+def _load_platform(request: Request, name: str) -> dict[str, Any]:
+    platform = _plain(_call_view("platform_view", request, name))
+    if not platform:
+        raise NotFound(f"platform {name!r} not found")
+    return platform
+
+
+@router.get("/platforms/{name}", name="platform_page")
+def platform_page(request: Request, name: str, vs: str | None = None) -> Any:
+    platform = _load_platform(request, name)
+    other = _load_platform(request, vs) if vs and vs != name else None
+    shown = [platform, *([other] if other else [])]
+    return render(
+        request,
+        "platform.html",
+        {
+            "platform": platform,
+            "other": other,
+            "platforms": _platforms(request),
+            "figure": charts.platform_figure([_table(p) for p in shown]),
+            "cost_labels": COST_LABELS,
+        },
+    )
+
+
+def _table(platform: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The C-state table of a `platform_view` answer (the table itself or `{"table": ...}`)."""
+    return platform.get("table", platform) if "states" not in platform else platform
+
+
+COST_LABELS: dict[str, tuple[str, str]] = {
+    "tsc_mhz": ("TSC frequency", "MHz"),
+    "line_same_socket_ns": ("Cache-line transfer, same socket", "ns"),
+    "line_other_socket_ns": ("Cache-line transfer, other socket", "ns"),
+    "call_setup_cycles": ("smp_call_function_single setup", "cycles"),
+    "apic_send_same_socket_cycles": ("APIC IPI send, same socket", "cycles"),
+    "apic_send_other_socket_cycles": ("APIC IPI send, other socket", "cycles"),
+    "ipi_delivery_ns": ("IPI delivery to the target", "ns"),
+    "irq_entry_ns": ("Interrupt entry to the handler", "ns"),
+    "exit_housekeeping_ns": ("cpuidle exit housekeeping (h)", "ns"),
+    "entry_housekeeping_ns": ("Idle entry and governor select", "ns"),
+    "irq_direct_saving_ns": ("IRQ_ENABLE direct-interrupt saving", "ns"),
+    "sched_switch_ns": ("Idle exit and switch to the woken task", "ns"),
+}
+
+
+# --- the new-run form ------------------------------------------------------------------------------
+
+
+@dataclass
+class FormField:
+    path: str
+    label: str
+    type: str  # see static/js/run_new.js
+    unit: str = ""
+    options: Sequence[tuple[str, str]] = ()
+    hint: str = ""
+    cost: str = ""  # the platform cost this field overrides (placeholder shows its value)
+    width: str = ""
+
+
+@dataclass
+class FormSection:
+    title: str
+    fields: list[FormField] = field(default_factory=list)
+    note: str = ""
+    id: str = ""
+
+
+def _describe(path: str) -> str:
+    """The pydantic description of a SimConfig field, for the form's hint text."""
+    model: Any = SimConfig
+    info = None
+    for part in path.split("."):
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return ""
+        info = fields[part]
+        ann = info.annotation
+        model = next((a for a in (ann, *get_args(ann)) if hasattr(a, "model_fields")), None)
+    return (info.description or "") if info else ""
+
+
+def _limits(path: str) -> str:
+    model: Any = SimConfig
+    info = None
+    for part in path.split("."):
+        info = getattr(model, "model_fields", {}).get(part)
+        if info is None:
+            return ""
+        model = next((a for a in (info.annotation, *get_args(info.annotation)) if hasattr(a, "model_fields")), None)
+    lo = hi = None
+    for meta in info.metadata if info else ():
+        lo = getattr(meta, "ge", None) if getattr(meta, "ge", None) is not None else lo
+        lo = getattr(meta, "gt", None) if getattr(meta, "gt", None) is not None else lo
+        hi = getattr(meta, "le", None) if getattr(meta, "le", None) is not None else hi
+    if lo is None and hi is None:
+        return ""
+    return f"{fmt_num(lo) if lo is not None else ''}..{fmt_num(hi) if hi is not None else ''}"
+
+
+_CPUS_HINT = '"all", or CPU numbers and ranges: 0,2,4-7'
+
+
+def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
+    gov_opts = [(g, f"{g}: {GOVERNOR_KERNEL.get(g, '')}") for g in get_args(GovernorName)]
+    mech_opts = [(m, f"{m}: {charts.MECHANISM_NAMES.get(m, m)}") for m in get_args(Mechanism)]
+    dist = [("exponential", "exponential"), ("fixed", "fixed")]
+    costs = [
+        FormField(f"costs.{key}", label, "float?", unit, cost=key, hint=_describe(f"costs.{key}"))
+        for key, (label, unit) in COST_LABELS.items()
+    ]
+    return [
+        FormSection(
+            "Run",
+            [
+                FormField("title", "Title", "str", hint="Shown on the run page and in lists.", width="wide"),
+                FormField("platform", "Platform", "select", options=[(p, p) for p in platform_names]),
+                FormField("duration_ms", "Simulated time", "float", "ms"),
+                FormField("seed", "Seed", "int", hint="Same config and seed, same result."),
+                FormField("unlisted", "Unlisted (only the link finds it)", "bool"),
+            ],
+        ),
+        FormSection(
+            "Topology",
+            [
+                FormField("topology.sockets", "Sockets", "int"),
+                FormField("topology.cores_per_socket", "Cores per socket", "int?", hint="Blank: the platform's part."),
+            ],
+        ),
+        FormSection(
+            "Governor",
+            [
+                FormField("governor.name", "cpuidle governor", "select", options=gov_opts),
+                FormField("governor.fixed_state", "State for the fixed governor", "select?", options=[]),
+            ],
+        ),
+        FormSection(
+            "C-states",
+            [FormField("states.latency_limit_us", "PM QoS CPU latency limit", "float?", "us")],
+            note="Per-state switches follow the platform's table: disable a state as sysfs `disable` does, "
+            "override CPUIDLE_FLAG_IRQ_ENABLE, or set the state's power (an estimate).",
+            id="states",
+        ),
+        FormSection(
+            "Scheduler tick",
+            [
+                FormField("wakeups.tick.hz", "HZ", "int", options=[(str(h), str(h)) for h in (100, 250, 300, 1000)]),
+                FormField("wakeups.tick.nohz", "NO_HZ_IDLE (governor may stop the tick)", "bool"),
+                FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
+            ],
+        ),
+        FormSection("Periodic timers (cyclictest-like)", [], id="timers"),
+        FormSection(
+            "Device interrupts (Poisson, per CPU; not visible to the governor)",
+            [
+                FormField("wakeups.interrupts.rate_hz", "Rate per CPU", "float", "Hz"),
+                FormField("wakeups.interrupts.handler_us", "Handler time", "float", "us"),
+                FormField("wakeups.interrupts.work_us", "Work after the interrupt", "float", "us"),
+                FormField("wakeups.interrupts.work_distribution", "Work distribution", "select", options=dist),
+                FormField("wakeups.interrupts.cpus", "CPUs", "cpus", hint=_CPUS_HINT),
+            ],
+        ),
+        FormSection(
+            "IPIs: no-wait smp_call_function_single()",
+            [
+                FormField("wakeups.ipis.rate_hz", "Rate per sender", "float", "Hz"),
+                FormField("wakeups.ipis.same_socket_share", "Share to the same socket", "float", "0..1"),
+                FormField("wakeups.ipis.function_us", "Function run time", "float", "us"),
+                FormField("wakeups.ipis.senders", "Senders", "cpus", hint=_CPUS_HINT),
+                FormField("wakeups.ipis.targets", "Targets", "cpus", hint=_CPUS_HINT),
+            ],
+        ),
+        FormSection(
+            "Scheduler wake-ups (try_to_wake_up on another CPU)",
+            [
+                FormField("wakeups.sched_wakeups.rate_hz", "Rate per sender", "float", "Hz"),
+                FormField("wakeups.sched_wakeups.same_socket_share", "Share to the same socket", "float", "0..1"),
+                FormField("wakeups.sched_wakeups.work_us", "Task run time", "float", "us"),
+                FormField("wakeups.sched_wakeups.work_distribution", "Run-time distribution", "select", options=dist),
+                FormField("wakeups.sched_wakeups.senders", "Senders", "cpus", hint=_CPUS_HINT),
+                FormField("wakeups.sched_wakeups.targets", "Targets", "cpus", hint=_CPUS_HINT),
+            ],
+        ),
+        FormSection(
+            "IPI wake-up mechanism",
+            [
+                FormField("ipi_wakeup.mechanism", "Mechanism", "select", options=mech_opts),
+                FormField("ipi_wakeup.read_before_cmpxchg", "mwait_rfc: read before cmpxchg", "bool"),
+                FormField("ipi_wakeup.irqs_off_across_wake", "mwait_rfc: IRQs off from WAKING to WOKENUP", "bool"),
+            ],
+        ),
+        FormSection(
+            "Cost model overrides",
+            costs,
+            note="Blank keeps the platform's value (shown greyed, with its kind). Values marked "
+            "estimate are guesses until someone publishes better.",
+        ),
+        FormSection(
+            "Power (estimates)",
+            [FormField("power.busy_watts", "Busy (C0) power per core", "float?", "W")],
+            note="All power figures are labelled estimates; per-state power is in the C-states table above.",
+        ),
+        FormSection(
+            "Output",
+            [
+                FormField("output.timeline_cpus", "Timeline CPUs", "int"),
+                FormField("output.timeline_ms", "Timeline length", "float", "ms"),
+            ],
+        ),
+    ]
+
+
+TIMER_FIELDS = [
+    FormField("wakeups.timers.#.period_us", "Period", "float", "us"),
+    FormField("wakeups.timers.#.cpus", "CPUs", "cpus", hint=_CPUS_HINT),
+    FormField("wakeups.timers.#.handler_us", "hrtimer handler (estimate)", "float", "us"),
+    FormField("wakeups.timers.#.work_us", "Thread work per expiry", "float", "us"),
+]
+
+
+def _get_path(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(data, Mapping):
+            data = data.get(part)
+        else:
+            return None
+    return data
+
+
+def _form_value(data: Mapping[str, Any], f: FormField) -> Any:
+    value = _get_path(data, f.path)
+    if f.type == "cpus":
+        return ",".join(str(c) for c in value) if isinstance(value, list) else (value or "all")
+    if f.type == "bool":
+        return bool(value)
+    return "" if value is None else value
+
+
+def _platform_form_data(platforms: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What run_new.js needs to rebuild the per-state rows when the platform changes."""
+    out = {}
+    for p in platforms:
+        table = _table(p)
+        if "states" not in table:
+            continue
+        out[table["name"]] = {
+            "title": table.get("title", ""),
+            "states": [
+                {
+                    "name": s["name"],
+                    "flags": s.get("flags", []),
+                    "irq_enable": "CPUIDLE_FLAG_POLLING" in s.get("flags", [])
+                    or "CPUIDLE_FLAG_IRQ_ENABLE" in s.get("flags", []),
+                    "power_watts": s.get("power_watts") or {"value": 1.0, "kind": "estimate"},
+                }
+                for s in table["states"]
+            ],
+            "costs": table.get("costs", {}),
+            "busy_watts": table.get("busy_watts") or {"value": 5.0, "kind": "estimate"},
+            "topology": table.get("topology", {}),
+        }
+    return out
+
+
+@router.get("/runs/new", name="new_run_page")
+def new_run_page(
+    request: Request, from_: str | None = Query(default=None, alias="from"), platform: str | None = None
+) -> Any:
+    platforms = _platforms(request)
+    data = SimConfig().model_dump(mode="json")
+    title = ""
+    source = None
+    if from_:
+        source = load_run(request, from_)
+        config = source.get("config") or {}
+        data = _merge(data, config)
+        title = source.get("title") or ""
+    elif platform:
+        data["platform"] = platform
+    data["title"] = title
+    data.pop("platform_table", None)
+    platform_data = _platform_form_data(platforms)
+    names = list(platform_data)
+    if data["platform"] not in names:
+        names.append(data["platform"])
+    state_names = {s["name"] for p in platform_data.values() for s in p["states"]}
+    return render(
+        request,
+        "run_new.html",
+        {
+            "sections": form_sections(names),
+            "timer_fields": TIMER_FIELDS,
+            "values": data,
+            "form_value": _form_value,
+            "prefill": data,
+            "platform_data": platform_data,
+            "state_colors": charts.palette(sorted(state_names)),
+            "source": source,
+            "describe": _describe,
+            "limits": _limits,
+        },
+    )
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+# --- runs ------------------------------------------------------------------------------------------
+
+RUN_SORTS = [
+    ("created_at", "Created"),
+    ("title", "Title"),
+    ("wakeups", "Wake-ups"),
+    ("busy_share", "Busy share"),
+    ("wake_latency_mean_ns", "WakeLatency mean"),
+    ("wake_latency_p99_ns", "WakeLatency p99"),
+    ("intr_latency_mean_ns", "IntrLatency mean"),
+    ("intr_latency_p99_ns", "IntrLatency p99"),
+    ("ipis_sent", "IPIs sent"),
+    ("ipis_avoided", "IPIs avoided"),
+    ("energy_joules", "Energy (estimate)"),
+    ("duration_ms", "Simulated time"),
+    ("cpus", "CPUs"),
+]
+PAGE_SIZE = 25
+
+
+@router.get("/runs", name="runs_page")
+def runs_page(
+    request: Request,
+    platform: str | None = None,
+    governor: str | None = None,
+    mechanism: str | None = None,
+    status: str | None = None,
+    sort: str = "created_at",
+    order: str = "desc",
+    page: int = Query(default=1, ge=1),
+) -> Any:
+    filters = {k: v for k, v in {"platform": platform, "governor": governor, "mechanism": mechanism,
+                                 "status": status}.items() if v}
+    listing = _runs_list(request, **filters, sort=sort, order=order, limit=PAGE_SIZE,
+                         offset=(page - 1) * PAGE_SIZE)
+    total = listing.get("total")
+    return render(
+        request,
+        "runs.html",
+        {
+            "runs": listing["runs"],
+            "total": total,
+            "page": page,
+            "pages": max(1, math.ceil(total / PAGE_SIZE)) if isinstance(total, int) else None,
+            "has_next": (page * PAGE_SIZE < total) if isinstance(total, int) else len(listing["runs"]) == PAGE_SIZE,
+            "filters": filters,
+            "sort": sort,
+            "order": order,
+            "sorts": RUN_SORTS,
+            "platforms": [_table(p)["name"] for p in _platforms(request)],
+            "governors": list(get_args(GovernorName)),
+            "mechanisms": list(get_args(Mechanism)),
+            "statuses": ["queued", "running", "done", "failed"],
+        },
+    )
+
+
+def _result(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    result = run.get("result")
+    return result if isinstance(result, Mapping) and result else None
+
+
+@router.get("/runs/{run_id}.json", name="run_json")
+def run_json(request: Request, run_id: str) -> Response:
+    run = load_run(request, run_id)
+    return Response(
+        orjson.dumps(run, option=orjson.OPT_INDENT_2),
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="idlelab-{run["id"]}.json"'},
+    )
+
+
+@router.get("/runs/{run_id}.csv", name="run_csv")
+def run_csv(request: Request, run_id: str) -> Response:
+    run = load_run(request, run_id)
+    result = _result(run)
+    if result is None:
+        raise NotFound(f"run {run_id!r} has no result yet (status {run.get('status')})")
+    return Response(
+        result_csv(result),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="idlelab-{run["id"]}.csv"'},
+    )
+
+
+def result_csv(result: Mapping[str, Any]) -> str:
+    """A result as one long CSV table `section,name,metric,value,unit` (spreadsheet friendly)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["section", "name", "metric", "value", "unit"])
+    for key in ("platform", "governor", "governor_kernel", "mechanism", "cpus", "sockets", "duration_ns", "events",
+                "wakeups", "busy_share", "engine_version", "config_hash"):
+        w.writerow(["run", "", key, result.get(key), "ns" if key.endswith("_ns") else ""])
+    for s in result["states"]:
+        for key, unit in (("usage", ""), ("time_ns", "ns"), ("residency", "share"), ("above", ""), ("below", ""),
+                          ("rejected", ""), ("exit_latency_us", "us"), ("target_residency_us", "us"),
+                          ("irq_enable", ""), ("disabled", ""), ("wake_latency_mean_ns", "ns"),
+                          ("intr_latency_mean_ns", "ns"), ("exit_latency_mean_ns", "ns")):
+            w.writerow(["state", s["name"], key, s.get(key), unit])
+    for src, stats in result["latency"].items():
+        for key in ("count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"):
+            w.writerow(["latency", src, key, stats[key], "" if key == "count" else "ns"])
+    ipi = result["ipi"]
+    for key, value in ipi.items():
+        if isinstance(value, Mapping):
+            for sub, v in value.items():
+                w.writerow(["ipi", key, sub, v, "cycles" if "cycles" in sub else ""])
+        elif key != "mechanism":
+            w.writerow(["ipi", "", key, value, "ns" if key.endswith("_ns") else ""])
+    names = list(result["per_cpu_state_names"])
+    for cpu, row in enumerate(result["per_cpu_residency"]):
+        for name, share in zip(names, row, strict=False):
+            w.writerow(["per_cpu_residency", f"cpu{cpu}", name, share, "share"])
+    energy = result["energy"]
+    w.writerow(["energy (estimate)", "", "joules", energy["joules"], "J"])
+    w.writerow(["energy (estimate)", "", "mean_watts_per_cpu", energy["mean_watts_per_cpu"], "W"])
+    w.writerow(["energy (estimate)", "", "busy_joules", energy["busy_joules"], "J"])
+    for name, j in energy["per_state_joules"].items():
+        w.writerow(["energy (estimate)", name, "joules", j, "J"])
+    return out.getvalue()
+
+
+@router.get("/runs/{run_id}", name="run_page")
+def run_page(request: Request, run_id: str) -> Any:
+    run = load_run(request, run_id)
+    result = _result(run)
+    context: dict[str, Any] = {
+        "run": run,
+        "result": result,
+        "config_json": orjson.dumps(run.get("config"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode(),
+        "charts": {},
+        "figures": [],
+        "recent": [],
+    }
+    if result is not None:
+        context["charts"] = charts.run_charts(result)
+        context["figures"] = charts.summary_figures(result)
+        context["recent"] = [r for r in _runs_list(request, limit=20, status="done")["runs"] if r.get("id") != run_id]
+    return render(request, "run.html", context)
+
+
+# --- compare ---------------------------------------------------------------------------------------
+
+
+def _ids(values: Sequence[str]) -> list[str]:
+    ids: list[str] = []
+    for v in values:
+        for part in v.replace(" ", ",").split(","):
+            if part and part not in ids:
+                ids.append(part)
+    return ids
+
+
+@router.get("/compare", name="compare_page")
+def compare_page(request: Request, ids: list[str] = Query(default=[])) -> Any:  # noqa: B008
+    id_list = _ids(ids)
+    if len(id_list) < 2:
+        from app.errors import InvalidInput
+
+        raise InvalidInput.one(["query", "ids"], "name at least two runs to compare: ?ids=a,b")
+    view = _plain(_call_view("compare_view", request, id_list))
+    runs = view.get("runs", []) if isinstance(view, Mapping) else []
+    with_results = []
+    for i, r in enumerate(runs):
+        result = _result(r)
+        if result is None and r.get("id"):
+            result = _result(load_run(request, r["id"]))
+        if result is not None:
+            with_results.append((r, result, _run_label(r, i)))
+    pairs = [(label, result) for _, result, label in with_results]
+    return render(
+        request,
+        "compare.html",
+        {
+            "view": view,
+            "runs": [r for r, _, _ in with_results],
+            "labels": [label for *_, label in with_results],
+            "pending": [r for r in runs if _result(r) is None and not any(r is w for w, _, _ in with_results)],
+            "table": charts.compare_table(pairs) if len(pairs) >= 1 else [],
+            "charts": charts.compare_charts(pairs) if pairs else {},
+            "ids": id_list,
+        },
+    )
+
+
+def _run_label(run: Mapping[str, Any], i: int) -> str:
+    title = (run.get("title") or "").strip()
+    short = title if 0 < len(title) <= 40 else (title[:37] + "...") if title else run.get("id", f"run {i + 1}")
+    return f"{chr(ord('A') + i % 26)}: {short}"

@@ -1,0 +1,41 @@
+// Run page (the share link): live progress while the run is queued or running, then a reload
+// to show the server-rendered figures and charts; copy buttons for the link and the config.
+import { getJSON, wireCopyButtons } from "./common.js";
+
+const POLL_MS = 500;
+
+function showProgress(section, run) {
+  const bar = section.querySelector("progress");
+  const text = section.querySelector("[data-progress-text]");
+  const pct = Math.round((run.progress || 0) * 100);
+  if (bar) bar.value = run.progress || 0;
+  if (text) text.textContent = run.status === "queued" ? "Queued: waiting for a worker" : `Running: ${pct}% simulated`;
+  section.dataset.status = run.status;
+}
+
+async function poll(section) {
+  const url = section.dataset.statusUrl;
+  let failures = 0;
+  for (;;) {
+    try {
+      const run = await getJSON(url);
+      failures = 0;
+      if (run.status === "done" || run.status === "failed") {
+        section.dataset.status = run.status;
+        window.location.reload();
+        return;
+      }
+      showProgress(section, run);
+    } catch (err) {
+      failures += 1;
+      const text = section.querySelector("[data-progress-text]");
+      if (text) text.textContent = `Lost contact with the server (${err.message}); retrying`;
+      if (failures > 60) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+wireCopyButtons();
+const section = document.getElementById("run-progress");
+if (section) poll(section);
