@@ -1,0 +1,58 @@
+"""Settings from the environment (prefix `IDLELAB_`); built when asked for, never at import."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# The app runs from its checkout: templates/, static/ and migrations/ sit at the top level.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_workers() -> int:
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. Each field `x` is read from `IDLELAB_X`."""
+
+    model_config = SettingsConfigDict(env_prefix="IDLELAB_", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///./idlelab.db",
+        description="Any SQLAlchemy URL; the default is a SQLite file in the working directory.",
+    )
+    workers: int = Field(
+        default_factory=_default_workers,
+        ge=0,
+        le=256,
+        description="Simulation worker processes (0: runs stay queued; useful for tests).",
+    )
+    max_body_bytes: int = Field(default=256 * 1024, ge=1024, description="Largest request body (413 above).")
+    wait_timeout_s: float = Field(default=60.0, ge=0, le=3600, description="Longest `?wait=true` wait.")
+    progress_step: float = Field(
+        default=0.02, gt=0, le=1, description="Workers report progress every this fraction of a run."
+    )
+    reuse_results: bool = Field(
+        default=True, description="Answer a run from a finished one with the same config hash and engine."
+    )
+    host: str = Field(default="127.0.0.1", description="`idlelab serve` default host.")
+    port: int = Field(default=8000, ge=0, le=65535, description="`idlelab serve` default port.")
+    public_url: str = Field(
+        default="", description="Base URL for share links printed by the CLI (default http://HOST:PORT)."
+    )
+    log_level: str = Field(default="info", description="uvicorn log level.")
+
+    def base_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+
+def get_settings() -> Settings:
+    """Read the settings from the environment now (not cached: tests change the environment)."""
+    return Settings()

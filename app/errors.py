@@ -1,0 +1,116 @@
+"""One error shape everywhere: `{"detail": ...}` with a 4xx code; 422 names the field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class AppError(Exception):
+    """An error a user caused; `detail` is what they are told."""
+
+    status_code = 400
+
+    def __init__(self, detail: Any) -> None:
+        super().__init__(detail if isinstance(detail, str) else repr(detail))
+        self.detail = detail
+
+
+class NotFound(AppError):
+    status_code = 404
+
+
+class Forbidden(AppError):
+    status_code = 403
+
+
+class Conflict(AppError):
+    status_code = 409
+
+
+class PayloadTooLarge(AppError):
+    status_code = 413
+
+
+class InvalidInput(AppError):
+    """422 with a list of `{"loc", "msg", "type"}` items, each naming the field."""
+
+    status_code = 422
+
+    def __init__(self, errors: Sequence[dict[str, Any]]) -> None:
+        super().__init__([normalize_error(e) for e in errors])
+
+    @classmethod
+    def one(cls, loc: Sequence[str | int], msg: str, type_: str = "value_error") -> InvalidInput:
+        return cls([{"loc": list(loc), "msg": msg, "type": type_}])
+
+
+def normalize_error(err: dict[str, Any]) -> dict[str, Any]:
+    """Keep only loc/msg/type; move a `field.path: reason` message's path into `loc`.
+
+    Same rule as `engine.config.config_errors`, applied to errors FastAPI raised itself.
+    """
+    loc: list[Any] = list(err.get("loc", []))
+    msg = str(err.get("msg", ""))
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+        head, sep, tail = msg.partition(": ")
+        if sep and " " not in head:
+            loc += [int(p) if p.isdigit() else p for p in head.split(".")]
+            msg = tail
+    return {"loc": loc, "msg": msg, "type": str(err.get("type", "value_error"))}
+
+
+def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        orjson.dumps({"detail": detail}), status_code=status_code, media_type="application/json", headers=headers
+    )
+
+
+def _wants_html(request: Request) -> bool:
+    if request.url.path.startswith("/api") or request.url.path.startswith("/static"):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _render(request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+    """JSON for the API; for a browser asking for a page, `error.html` (same fields) when it exists."""
+    templates = getattr(request.app.state, "templates", None)
+    if templates is not None and _wants_html(request):
+        try:
+            templates.get_template("error.html")
+        except Exception:  # noqa: BLE001 - no page template yet: fall back to JSON
+            pass
+        else:
+            return templates.TemplateResponse(
+                request, "error.html", {"status_code": status_code, "detail": detail}, status_code=status_code
+            )
+    return error_response(status_code, detail, headers)
+
+
+async def app_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, AppError)
+    return _render(request, exc.status_code, exc.detail)
+
+
+async def http_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    return _render(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return _render(request, 422, [normalize_error(dict(e)) for e in exc.errors()])
+
+
+def install(app: Any) -> None:
+    """Register the handlers that give every error the `{"detail": ...}` shape."""
+    app.add_exception_handler(AppError, app_error_handler)
+    app.add_exception_handler(StarletteHTTPException, http_error_handler)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)

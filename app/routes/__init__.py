@@ -1,0 +1,1 @@
+"""HTTP routers: `api` (JSON under /api), `pages` and `charts` (dashboard), `scenarios`."""

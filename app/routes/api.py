@@ -1,0 +1,194 @@
+"""The JSON API under /api (DESIGN.md section 3). Pages call the same loaders in `app.views`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app import store, views
+from app.db import SessionDep, session_scope
+from app.errors import Forbidden, InvalidInput, NotFound
+from app.schemas import (
+    Comparison,
+    PlatformCreate,
+    PlatformList,
+    PlatformRead,
+    RunList,
+    RunRead,
+    RunStatus,
+    RunSubmitted,
+)
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Unknown id: `{\"detail\": \"...\"}`"},
+    422: {"description": "Invalid input: `{\"detail\": [{\"loc\": [...], \"msg\": ..., \"type\": ...}]}`"},
+}
+
+
+def _json(body: bytes, status_code: int = 200) -> Response:
+    return Response(body, status_code=status_code, media_type="application/json")
+
+
+def _base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+# --- platforms -----------------------------------------------------------------------------------
+
+
+@router.get("/platforms", response_model=PlatformList)
+def list_platforms(session: SessionDep) -> Response:
+    """Built-in C-state tables (with provenance) and custom ones."""
+    return _json(views.platforms_view(session).model_dump_json().encode())
+
+
+@router.get("/platforms/{name}", response_model=PlatformRead, responses=ERROR_RESPONSES)
+def get_platform(name: str, session: SessionDep) -> Response:
+    return _json(views.platform_view(session, name).model_dump_json().encode())
+
+
+@router.post("/platforms", status_code=201, response_model=PlatformRead, responses=ERROR_RESPONSES)
+def create_platform(body: PlatformCreate, session: SessionDep) -> Response:
+    """A custom table: `{"name", "states": [...], "based_on": "skx"}`. Runs use it as `platform`."""
+    return _json(views.create_platform(session, body).model_dump_json().encode(), 201)
+
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+class _RunCreateShell(BaseModel):
+    """RunCreate with the config left raw: a custom platform id is resolved before validation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: dict[str, Any] | None = None
+    title: Annotated[str, Field(max_length=200)] = ""
+    unlisted: bool = False
+
+
+def _parse_run_create(raw: bytes) -> _RunCreateShell:
+    try:
+        data = orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInput.one(["body"], f"invalid JSON: {exc}", "json_invalid") from None
+    try:
+        return _RunCreateShell.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
+
+
+def _submit(request: Request, shell: _RunCreateShell) -> Any:
+    with session_scope(request.app.state.sessionmaker) as session:
+        config = views.resolve_config(session, shell.config)
+    return request.app.state.runner.submit(config, title=shell.title, unlisted=shell.unlisted)
+
+
+@router.post(
+    "/runs",
+    status_code=202,
+    response_model=RunSubmitted,
+    responses={**ERROR_RESPONSES, 200: {"description": "With `?wait=true`, the run finished in time."}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunCreate"}}},
+        }
+    },
+)
+async def create_run(
+    request: Request,
+    wait: Annotated[bool, Query(description="Wait (bounded by IDLELAB_WAIT_TIMEOUT_S) for the run to finish.")] = False,
+) -> Response:
+    """Submit a run (`RunCreate`). 202 with its id, share link and delete token (shown once).
+
+    The run is committed as `queued` before this answers. With `?wait=true` the answer comes when
+    the run is done or failed (200, with `result`), or at the time-out (202, still running).
+    """
+    shell = _parse_run_create(await request.body())
+    submitted = await run_in_threadpool(_submit, request, shell)
+    answer: dict[str, Any] = {
+        "id": submitted.id,
+        "url": views.run_url(submitted.id, _base_url(request)),
+        "status": submitted.status,
+        "delete_token": submitted.delete_token,
+        "reused_from": submitted.reused_from,
+    }
+    if not wait:
+        return _json(orjson.dumps(answer), 202)
+    if submitted.status not in ("done", "failed"):
+        await request.app.state.runner.wait(submitted.id, request.app.state.settings.wait_timeout_s)
+
+    def load() -> views.RunView:
+        with session_scope(request.app.state.sessionmaker) as session:
+            return views.load_run_view(session, submitted.id)
+
+    view = await run_in_threadpool(load)
+    answer.update(status=view.status, progress=view.progress, error=view.error)
+    head = orjson.dumps(answer)
+    body = head[:-1] + b',"result":' + (view.result_json if view.result_json is not None else b"null") + b"}"
+    return _json(body, 200 if view.status in ("done", "failed") else 202)
+
+
+@router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
+def list_runs(
+    request: Request,
+    session: SessionDep,
+    platform: str | None = None,
+    governor: str | None = None,
+    mechanism: str | None = None,
+    status: RunStatus | None = None,
+    q: Annotated[str | None, Query(max_length=200, description="Text in the title.")] = None,
+    sort: Annotated[
+        str, Query(description="A summary column (`-col` for descending); default newest first.")
+    ] = "created_at",
+    order: Annotated[str | None, Query(description="`asc` or `desc`.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Response:
+    """Listed runs (unlisted ones excluded), filtered, sorted and paginated."""
+    view = views.list_runs_view(
+        session, platform=platform, governor=governor, mechanism=mechanism, status=status, q=q,
+        sort=sort, order=order, limit=limit, offset=offset, base_url=_base_url(request),
+    )
+    return _json(view.to_json())
+
+
+@router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
+def get_run(run_id: str, request: Request) -> Response:
+    """A run with its config and, once done, its result (stored bytes, not rebuilt)."""
+    with session_scope(request.app.state.sessionmaker) as session:
+        view = views.load_run_view(session, run_id, _base_url(request))
+    return _json(view.to_json())
+
+
+@router.delete("/runs/{run_id}", status_code=204, responses={**ERROR_RESPONSES, 403: {"description": "Wrong token"}})
+def delete_run(
+    run_id: str,
+    session: SessionDep,
+    x_delete_token: Annotated[str | None, Header(description="The token POST /api/runs gave.")] = None,
+) -> Response:
+    """Delete a run; needs the `X-Delete-Token` its submission answered with."""
+    run = store.get_run(session, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id!r} not found")
+    if not store.token_matches(run, x_delete_token):
+        raise Forbidden("wrong or missing X-Delete-Token")
+    store.delete_run(session, run_id)
+    return Response(status_code=204)
+
+
+@router.get("/compare", response_model=Comparison, responses=ERROR_RESPONSES)
+def compare(
+    request: Request,
+    session: SessionDep,
+    ids: Annotated[str, Query(description="2 to 8 run ids, comma-separated; deltas are against the first.")],
+) -> Response:
+    """Aligned metrics of several runs with percent deltas against the first."""
+    return _json(views.compare_view(session, ids, _base_url(request)).model_dump_json().encode())
