@@ -69,7 +69,10 @@ def normalize_error(err: dict[str, Any]) -> dict[str, Any]:
 
 def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        orjson.dumps({"detail": detail}), status_code=status_code, media_type="application/json", headers=headers
+        orjson.dumps({"detail": detail}),
+        status_code=status_code,
+        media_type="application/json",
+        headers=headers,
     )
 
 
@@ -79,7 +82,9 @@ def _wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
-def _render(request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+def _render(
+    request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None
+) -> Response:
     """JSON for the API; for a browser asking for a page, `error.html` (same fields) when it exists."""
     templates = getattr(request.app.state, "templates", None)
     if templates is not None and _wants_html(request):

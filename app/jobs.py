@@ -18,6 +18,7 @@ Worker-side code below imports only the engine, so spawning a worker stays cheap
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import multiprocessing as mp
 import queue
@@ -72,6 +73,27 @@ def compute(config_json: str, progress: Callable[[float], None]) -> tuple[bytes,
     return result.model_dump_json().encode(), result_summary(result), result.engine_version
 
 
+class _ProgressReporter:
+    """The engine's progress callback in a worker: a message every `step` of the run."""
+
+    def __init__(self, results: Any, worker_id: int, run_id: str, step: float, parent: Any) -> None:
+        self.results, self.worker_id, self.run_id, self.step, self.parent = (
+            results,
+            worker_id,
+            run_id,
+            step,
+            parent,
+        )
+        self.last = 0.0
+
+    def __call__(self, fraction: float) -> None:
+        if self.parent is not None and not self.parent.is_alive():
+            raise _ParentGone  # the server is gone: stop computing
+        if fraction - self.last >= self.step:
+            self.last = fraction
+            self.results.put(("progress", self.worker_id, self.run_id, float(fraction)))
+
+
 def worker_main(worker_id: int, tasks: Any, results: Any, progress_step: float) -> None:
     """A worker process: warm up, then run tasks until it gets None or its parent is gone."""
     parent = mp.parent_process()
@@ -87,22 +109,16 @@ def worker_main(worker_id: int, tasks: Any, results: Any, progress_step: float) 
         if task is None:
             return
         run_id, config_json = task
-        last = [0.0]
-
-        def progress(fraction: float, run_id: str = run_id) -> None:
-            if parent is not None and not parent.is_alive():
-                raise _ParentGone
-            if fraction - last[0] >= progress_step:
-                last[0] = fraction
-                results.put(("progress", worker_id, run_id, float(fraction)))
-
+        progress = _ProgressReporter(results, worker_id, run_id, progress_step, parent)
         t0 = time.perf_counter()
         try:
             result_json, summary, engine_version = compute(config_json, progress)
         except _ParentGone:
             return
         except Exception as exc:  # noqa: BLE001 - report every failure as the run's error
-            results.put(("failed", worker_id, run_id, one_line(exc), time.perf_counter() - t0, traceback.format_exc()))
+            results.put(
+                ("failed", worker_id, run_id, one_line(exc), time.perf_counter() - t0, traceback.format_exc())
+            )
             continue
         wall_s = time.perf_counter() - t0
         results.put(("done", worker_id, run_id, result_json, summary, engine_version, wall_s, compile_s))
@@ -131,7 +147,9 @@ class _Worker:
 class JobRunner:
     """Owns the worker pool and every write a run's life needs after submission."""
 
-    def __init__(self, sessionmaker: Any, *, workers: int, progress_step: float = 0.02, reuse: bool = True) -> None:
+    def __init__(
+        self, sessionmaker: Any, *, workers: int, progress_step: float = 0.02, reuse: bool = True
+    ) -> None:
         self.sessionmaker = sessionmaker
         self.n_workers = workers
         self.progress_step = progress_step
@@ -155,7 +173,10 @@ class JobRunner:
         self._results = self._ctx.Queue()
         for _ in range(self.n_workers):
             self._spawn()
-        for target, name in ((self._dispatch_loop, "idlelab-dispatch"), (self._collect_loop, "idlelab-collect")):
+        for target, name in (
+            (self._dispatch_loop, "idlelab-dispatch"),
+            (self._collect_loop, "idlelab-collect"),
+        ):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -165,7 +186,9 @@ class JobRunner:
         self._next_wid += 1
         tasks = self._ctx.Queue()
         process = self._ctx.Process(
-            target=worker_main, args=(wid, tasks, self._results, self.progress_step), name=f"idlelab-worker-{wid}",
+            target=worker_main,
+            args=(wid, tasks, self._results, self.progress_step),
+            name=f"idlelab-worker-{wid}",
             daemon=True,
         )
         process.start()
@@ -226,7 +249,12 @@ class JobRunner:
         config_hash = config.config_hash()
         with session_scope(self.sessionmaker) as session:
             new = store.create_run(
-                session, config, title=title, unlisted=unlisted, config_json=config_json, config_hash=config_hash
+                session,
+                config,
+                title=title,
+                unlisted=unlisted,
+                config_json=config_json,
+                config_hash=config_hash,
             )
             source = None
             if self.reuse and self.engine_version is not None:
@@ -317,7 +345,7 @@ class JobRunner:
                 idle = [w for w in self._workers if w.ready and w.run_id is None and w.process.is_alive()]
             if not idle:
                 return
-            ids = self._write(lambda s, n=len(idle): store.next_queued_ids(s, n)) or []
+            ids = self._write(functools.partial(store.next_queued_ids, limit=len(idle))) or []
             if not ids:
                 return
             for run_id in ids:
@@ -351,7 +379,7 @@ class JobRunner:
             if pending_progress and (msg is None or self._results.empty()):
                 batch = dict(pending_progress)
                 pending_progress.clear()
-                self._write(lambda s: _store().set_progress(s, batch))
+                self._write(functools.partial(_store().set_progress, progress=batch))
             if msg is None and not self._stopping.is_set():
                 self._check_workers()
 
@@ -376,8 +404,13 @@ class JobRunner:
             pending_progress.pop(run_id, None)
             self._write(
                 lambda s: store.finish_run(
-                    s, run_id, result_json=result_json, summary=summary, engine_version=engine_version,
-                    wall_s=wall_s, compile_s=compile_s,
+                    s,
+                    run_id,
+                    result_json=result_json,
+                    summary=summary,
+                    engine_version=engine_version,
+                    wall_s=wall_s,
+                    compile_s=compile_s,
                 )
             )
             self._release(wid, run_id)
@@ -405,11 +438,8 @@ class JobRunner:
             log.error("worker %d exited with code %s", w.wid, code)
             if w.run_id is not None:
                 run_id = w.run_id
-                self._write(
-                    lambda s, r=run_id: _store().fail_run(
-                        s, r, f"the worker process running it exited unexpectedly (exit code {code})"
-                    )
-                )
+                reason = f"the worker process running it exited unexpectedly (exit code {code})"
+                self._write(functools.partial(_store().fail_run, run_id=run_id, error=reason))
                 self._wake_waiters(run_id)
             with self._lock:
                 self._workers.remove(w)

@@ -108,7 +108,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     db_engine = make_db_engine(settings.database_url)
     sessionmaker = make_sessionmaker(db_engine)
     runner = JobRunner(
-        sessionmaker, workers=settings.workers, progress_step=settings.progress_step, reuse=settings.reuse_results
+        sessionmaker,
+        workers=settings.workers,
+        progress_step=settings.progress_step,
+        reuse=settings.reuse_results,
     )
 
     @asynccontextmanager

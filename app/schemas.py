@@ -110,7 +110,9 @@ class PlatformCreate(BaseModel):
         ),
     ]
     title: Annotated[str, Field(max_length=200)] = ""
-    based_on: str = Field(default="skx", description="Built-in platform whose topology, costs and power it uses.")
+    based_on: str = Field(
+        default="skx", description="Built-in platform whose topology, costs and power it uses."
+    )
     states: Annotated[list[CState], Field(min_length=1, max_length=32)]
 
 

@@ -317,7 +317,9 @@ def requeue_interrupted(session: Session, run_ids: Sequence[str] | None = None) 
     if run_ids is not None:
         stmt = stmt.where(Run.id.in_(list(run_ids)))
     res = session.execute(
-        stmt.values(status="queued", progress=0.0, started_at=None).execution_options(synchronize_session=False)
+        stmt.values(status="queued", progress=0.0, started_at=None).execution_options(
+            synchronize_session=False
+        )
     )
     return int(res.rowcount)  # type: ignore[attr-defined]
 
@@ -337,8 +339,35 @@ def list_platforms(session: Session) -> list[CustomPlatform]:
     return list(session.scalars(select(CustomPlatform).order_by(CustomPlatform.name)))
 
 
-def create_platform(session: Session, *, name: str, title: str, based_on: str, states: str, table: str) -> CustomPlatform:
-    row = CustomPlatform(name=name, title=title, based_on=based_on, states=states, table=table, created_at=utcnow())
+def create_platform(
+    session: Session, *, name: str, title: str, based_on: str, states: str, table: str
+) -> CustomPlatform:
+    row = CustomPlatform(
+        name=name, title=title, based_on=based_on, states=states, table=table, created_at=utcnow()
+    )
     session.add(row)
     session.flush()
     return row
+
+
+def mark_done(
+    run: Run,
+    *,
+    result_json: bytes,
+    summary: Mapping[str, Any],
+    engine_version: str,
+    wall_s: float,
+    compile_s: float,
+    started_at: datetime,
+) -> None:
+    """Record a run computed outside the job runner (`idlelab run --save`) as finished."""
+    run.status = "done"
+    run.progress = 1.0
+    run.result = result_json
+    run.engine_version = engine_version
+    run.started_at = started_at
+    run.finished_at = utcnow()
+    run.wall_s = wall_s
+    run.compile_s = compile_s
+    for col in RESULT_SUMMARY_COLUMNS:
+        setattr(run, col, summary.get(col))

@@ -139,7 +139,9 @@ class RunListView:
     filters: dict[str, str | None] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        return orjson.dumps({"runs": self.runs, "total": self.total, "limit": self.limit, "offset": self.offset})
+        return orjson.dumps(
+            {"runs": self.runs, "total": self.total, "limit": self.limit, "offset": self.offset}
+        )
 
 
 def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
@@ -157,7 +159,9 @@ def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
 
     if sort not in SORTABLE_COLUMNS:
         raise InvalidInput.one(
-            ["query", "sort"], f"cannot sort by {sort!r}; sortable: {', '.join(SORTABLE_COLUMNS)}", "literal_error"
+            ["query", "sort"],
+            f"cannot sort by {sort!r}; sortable: {', '.join(SORTABLE_COLUMNS)}",
+            "literal_error",
         )
     return sort, descending
 
@@ -187,7 +191,13 @@ def list_runs_view(
         offset=offset,
         sort=column,
         order="desc" if descending else "asc",
-        filters={"platform": platform, "governor": governor, "mechanism": mechanism, "status": status, "q": q},
+        filters={
+            "platform": platform,
+            "governor": governor,
+            "mechanism": mechanism,
+            "status": status,
+            "q": q,
+        },
     )
 
 
@@ -199,7 +209,9 @@ def parse_ids(ids: str | Sequence[str]) -> list[str]:
     out = [p.strip() for p in parts if p.strip()]
     if not 2 <= len(out) <= MAX_COMPARE:
         raise InvalidInput.one(
-            ["query", "ids"], f"give 2 to {MAX_COMPARE} comma-separated run ids, got {len(out)}", "value_error"
+            ["query", "ids"],
+            f"give 2 to {MAX_COMPARE} comma-separated run ids, got {len(out)}",
+            "value_error",
         )
     return out
 
@@ -233,13 +245,23 @@ def _metrics(results: list[dict[str, Any] | None]) -> list[ComparedMetric]:
         return next((s for s in r["states"] if s["name"] == name), None)
 
     for name in names:
-        add(f"residency.{name}", "residency", f"{name} residency", "share",
-            lambda r, n=name: (state(r, n) or {}).get("residency"))
+        add(
+            f"residency.{name}",
+            "residency",
+            f"{name} residency",
+            "share",
+            lambda r, n=name: (state(r, n) or {}).get("residency"),
+        )
     add("busy_share", "residency", "Busy (C0) share", "share", lambda r: r["busy_share"])
     add("wakeups", "residency", "Wake-ups from idle", "count", lambda r: r["wakeups"])
     for name in names:
-        add(f"usage.{name}", "usage", f"{name} entries", "count",
-            lambda r, n=name: (state(r, n) or {}).get("usage"))
+        add(
+            f"usage.{name}",
+            "usage",
+            f"{name} entries",
+            "count",
+            lambda r, n=name: (state(r, n) or {}).get("usage"),
+        )
     for src in LATENCY_SOURCES:
         label = LATENCY_LABELS[src].split(" (")[0].split(":")[0]
 
@@ -250,12 +272,27 @@ def _metrics(results: list[dict[str, Any] | None]) -> list[ComparedMetric]:
         add(f"latency.{src}.mean_ns", "latency", f"{label} mean", "ns", lambda r, f=lat: f(r, "mean_ns"))
         add(f"latency.{src}.p99_ns", "latency", f"{label} p99", "ns", lambda r, f=lat: f(r, "p99_ns"))
     for loc, loc_label in (("same_socket", "same socket"), ("other_socket", "other socket")):
-        add(f"ipi.{loc}.mean_cycles", "ipi", f"Sender cycles, {loc_label}", "cycles",
-            lambda r, x=loc: r["ipi"][x]["mean_cycles"] if r["ipi"][x]["calls"] else None)
-        add(f"ipi.{loc}.idle_target_mean_cycles", "ipi", f"Sender cycles to an idle target, {loc_label}",
-            "cycles", lambda r, x=loc: r["ipi"][x]["idle_target_mean_cycles"])
-        add(f"ipi.{loc}.busy_target_mean_cycles", "ipi", f"Sender cycles to a busy target, {loc_label}",
-            "cycles", lambda r, x=loc: r["ipi"][x]["busy_target_mean_cycles"])
+        add(
+            f"ipi.{loc}.mean_cycles",
+            "ipi",
+            f"Sender cycles, {loc_label}",
+            "cycles",
+            lambda r, x=loc: r["ipi"][x]["mean_cycles"] if r["ipi"][x]["calls"] else None,
+        )
+        add(
+            f"ipi.{loc}.idle_target_mean_cycles",
+            "ipi",
+            f"Sender cycles to an idle target, {loc_label}",
+            "cycles",
+            lambda r, x=loc: r["ipi"][x]["idle_target_mean_cycles"],
+        )
+        add(
+            f"ipi.{loc}.busy_target_mean_cycles",
+            "ipi",
+            f"Sender cycles to a busy target, {loc_label}",
+            "cycles",
+            lambda r, x=loc: r["ipi"][x]["busy_target_mean_cycles"],
+        )
     for key, label in (
         ("requested", "Calls made"),
         ("ipis_sent", "IPIs sent"),
@@ -267,14 +304,21 @@ def _metrics(results: list[dict[str, Any] | None]) -> list[ComparedMetric]:
     ):
         add(f"ipi.{key}", "ipi", label, "count", lambda r, k=key: r["ipi"][k])
     add("energy.joules", "energy", "Energy (estimate)", "J", lambda r: r["energy"]["joules"])
-    add("energy.mean_watts_per_cpu", "energy", "Mean power per CPU (estimate)", "W",
-        lambda r: r["energy"]["mean_watts_per_cpu"])
+    add(
+        "energy.mean_watts_per_cpu",
+        "energy",
+        "Mean power per CPU (estimate)",
+        "W",
+        lambda r: r["energy"]["mean_watts_per_cpu"],
+    )
 
     out = []
     for key, group, label, unit, values in rows:
         v0 = values[0]
         deltas = [None if v0 is None or values[0] is None else 0.0] + [_delta_pct(v0, v) for v in values[1:]]
-        out.append(ComparedMetric(key=key, group=group, label=label, unit=unit, values=values, deltas_pct=deltas))
+        out.append(
+            ComparedMetric(key=key, group=group, label=label, unit=unit, values=values, deltas_pct=deltas)
+        )
     return out
 
 
@@ -287,7 +331,9 @@ def compare_view(session: Session, ids: str | Sequence[str], base_url: str = "")
         if rid not in rows:
             raise NotFound(f"run {rid!r} not found")
     runs = [
-        ComparedRun(**{k: v for k, v in _summary(rows[rid], base_url).items() if k in ComparedRun.model_fields})
+        ComparedRun(
+            **{k: v for k, v in _summary(rows[rid], base_url).items() if k in ComparedRun.model_fields}
+        )
         for rid in run_ids
     ]
     results = [
@@ -307,8 +353,12 @@ def _builtin_read(p: Platform) -> PlatformRead:
 def _custom_read(row: Any) -> PlatformRead:
     table = Platform.model_validate_json(row.table)
     return PlatformRead(
-        name=row.name, title=row.title or table.title, custom=True, based_on=row.based_on,
-        created_at=row.created_at, table=table,
+        name=row.name,
+        title=row.title or table.title,
+        custom=True,
+        based_on=row.based_on,
+        created_at=row.created_at,
+        table=table,
     )
 
 
@@ -339,7 +389,9 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
         raise Conflict(f"platform {body.name!r} already exists; choose another name")
     poll_added = body.states[0].name != "POLL"
     try:
-        table = custom_platform(body.name, body.states, based_on=load_platform(body.based_on), title=body.title)
+        table = custom_platform(
+            body.name, body.states, based_on=load_platform(body.based_on), title=body.title
+        )
     except ValidationError as exc:
         errors = []
         for e in config_errors(exc):

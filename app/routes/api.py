@@ -27,8 +27,8 @@ from app.schemas import (
 router = APIRouter(prefix="/api", tags=["api"])
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    404: {"description": "Unknown id: `{\"detail\": \"...\"}`"},
-    422: {"description": "Invalid input: `{\"detail\": [{\"loc\": [...], \"msg\": ..., \"type\": ...}]}`"},
+    404: {"description": 'Unknown id: `{"detail": "..."}`'},
+    422: {"description": 'Invalid input: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`'},
 }
 
 
@@ -104,7 +104,9 @@ def _submit(request: Request, shell: _RunCreateShell) -> Any:
 )
 async def create_run(
     request: Request,
-    wait: Annotated[bool, Query(description="Wait (bounded by IDLELAB_WAIT_TIMEOUT_S) for the run to finish.")] = False,
+    wait: Annotated[
+        bool, Query(description="Wait (bounded by IDLELAB_WAIT_TIMEOUT_S) for the run to finish.")
+    ] = False,
 ) -> Response:
     """Submit a run (`RunCreate`). 202 with its id, share link and delete token (shown once).
 
@@ -154,8 +156,17 @@ def list_runs(
 ) -> Response:
     """Listed runs (unlisted ones excluded), filtered, sorted and paginated."""
     view = views.list_runs_view(
-        session, platform=platform, governor=governor, mechanism=mechanism, status=status, q=q,
-        sort=sort, order=order, limit=limit, offset=offset, base_url=_base_url(request),
+        session,
+        platform=platform,
+        governor=governor,
+        mechanism=mechanism,
+        status=status,
+        q=q,
+        sort=sort,
+        order=order,
+        limit=limit,
+        offset=offset,
+        base_url=_base_url(request),
     )
     return _json(view.to_json())
 
@@ -168,7 +179,9 @@ def get_run(run_id: str, request: Request) -> Response:
     return _json(view.to_json())
 
 
-@router.delete("/runs/{run_id}", status_code=204, responses={**ERROR_RESPONSES, 403: {"description": "Wrong token"}})
+@router.delete(
+    "/runs/{run_id}", status_code=204, responses={**ERROR_RESPONSES, 403: {"description": "Wrong token"}}
+)
 def delete_run(
     run_id: str,
     session: SessionDep,

@@ -1,0 +1,404 @@
+"""The `idlelab` command: serve, run, platforms, db upgrade.
+
+Errors are one line on stderr and a non-zero exit, never a traceback. Heavy imports (FastAPI,
+uvicorn, SQLAlchemy, the engine) happen inside the commands: job workers are spawned processes that
+import this module when the server was started with `python -m app.cli`, and they need none of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + message
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _settings() -> Any:
+    from pydantic import ValidationError
+
+    from app.config import get_settings
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        raise CliError("bad IDLELAB_ setting: " + _errors_line(exc.errors(), prefix="IDLELAB_")) from None
+
+
+def _errors_line(errors: Sequence[dict[str, Any]], prefix: str = "") -> str:
+    parts = []
+    for e in errors:
+        loc = ".".join(str(p) for p in e.get("loc", ()))
+        if prefix:
+            loc = prefix + loc.upper()
+        parts.append(f"{loc}: {e['msg']}" if loc else str(e["msg"]))
+    return "; ".join(parts)
+
+
+# --- serve ---------------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    settings = _settings()
+    if args.host:
+        settings.host = args.host
+    if args.port is not None:
+        settings.port = args.port
+    app = create_app(settings)
+    print(
+        f"idlelab: serving on {settings.base_url()}/  (database {_redact(settings.database_url)})", flush=True
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+    return 0
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001
+        return "(unparsable URL)"
+
+
+# --- run -----------------------------------------------------------------------------------------
+
+
+def _load_config_file(path: str) -> dict[str, Any]:
+    import orjson
+
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CliError(f"{path}: invalid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: the config must be a JSON object")
+    # A saved RunCreate body ({"config": {...}, "title": ...}) is accepted too.
+    if set(data) <= {"config", "title", "unlisted"} and isinstance(data.get("config"), dict):
+        data = data["config"]
+    return data
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    node = data
+    for p in parents:
+        child = node.get(p)
+        if not isinstance(child, dict):
+            child = node[p] = {}
+        node = child
+    node[leaf] = value
+
+
+def _build_config(args: argparse.Namespace) -> Any:
+    data: dict[str, Any] = _load_config_file(args.config) if args.config else {}
+    for attr, path in (
+        ("platform", "platform"),
+        ("governor", "governor.name"),
+        ("mechanism", "ipi_wakeup.mechanism"),
+        ("duration_ms", "duration_ms"),
+        ("seed", "seed"),
+        ("sockets", "topology.sockets"),
+        ("cores_per_socket", "topology.cores_per_socket"),
+    ):
+        value = getattr(args, attr)
+        if value is not None:
+            _set(data, path, value)
+    from app.errors import InvalidInput
+
+    name = data.get("platform")
+    try:
+        if isinstance(name, str) and _needs_db(name, data):
+            from app import views
+            from app.db import session_scope
+
+            with _database() as factory, session_scope(factory) as session:
+                return views.resolve_config(session, data, loc=())
+        from app.views import resolve_config
+
+        return resolve_config(_NoSession(), data, loc=())
+    except InvalidInput as exc:
+        raise CliError("invalid config: " + _errors_line(exc.detail)) from None
+
+
+def _needs_db(name: str, data: dict[str, Any]) -> bool:
+    from engine import BUILTIN_PLATFORMS
+
+    return name not in BUILTIN_PLATFORMS and data.get("platform_table") is None
+
+
+class _NoSession:
+    """Stands in for a session when the platform is built in (no database needed)."""
+
+    def get(self, *_args: Any) -> None:
+        return None
+
+
+class _database:  # noqa: N801 - used as a context manager
+    """The configured database, migrated to head; disposed on exit."""
+
+    def __enter__(self) -> Any:
+        from app.db import make_db_engine, make_sessionmaker, upgrade_db
+
+        settings = _settings()
+        try:
+            upgrade_db(settings.database_url)
+        except Exception as exc:  # noqa: BLE001
+            raise CliError(f"database {_redact(settings.database_url)}: {_one_line(exc)}") from None
+        self.db_engine = make_db_engine(settings.database_url)
+        self.settings = settings
+        return make_sessionmaker(self.db_engine)
+
+    def __exit__(self, *exc: object) -> None:
+        self.db_engine.dispose()
+
+
+class ProgressBar:
+    """A progress bar on stderr, drawn from the engine's progress callback."""
+
+    WIDTH = 30
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = -1
+        self.t0 = time.perf_counter()
+
+    def __call__(self, fraction: float) -> None:
+        if not self.enabled:
+            return
+        pct = int(max(0.0, min(1.0, fraction)) * 100)
+        if pct == self.shown:
+            return
+        self.shown = pct
+        filled = pct * self.WIDTH // 100
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        sys.stderr.write(f"\r[{bar}] {pct:3d}%  {time.perf_counter() - self.t0:6.1f} s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.shown >= 0:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _build_config(args)
+    from app.jobs import one_line, warm_engine
+    from app.store import result_summary
+    from engine import simulate
+
+    compile_s, _ = warm_engine()
+    bar = ProgressBar(enabled=not args.quiet and (args.progress or sys.stderr.isatty()))
+    from datetime import UTC, datetime
+
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    try:
+        result = simulate(config, progress=bar)
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+        bar.close()
+        raise CliError(f"the simulation failed: {one_line(exc)}") from None
+    bar.close()
+    wall_s = time.perf_counter() - t0
+    result_json = result.model_dump_json().encode()
+    if args.json:
+        if args.json == "-":
+            sys.stdout.buffer.write(result_json + b"\n")
+        else:
+            try:
+                Path(args.json).write_bytes(result_json)
+            except OSError as exc:
+                raise CliError(f"cannot write {args.json}: {exc.strerror or exc}") from None
+    if args.json != "-":
+        print(format_summary(result, wall_s))
+    if args.save:
+        from app import store
+        from app.db import session_scope
+
+        with _database() as factory:
+            with session_scope(factory) as session:
+                new = store.create_run(session, config, title=args.title or "", unlisted=args.unlisted)
+                store.mark_done(
+                    new.run,
+                    result_json=result_json,
+                    summary=result_summary(result),
+                    engine_version=result.engine_version,
+                    wall_s=wall_s,
+                    compile_s=compile_s,
+                    started_at=started,
+                )
+                run_id, token = new.run.id, new.delete_token
+            base = _settings().base_url()
+        out = sys.stderr if args.json == "-" else sys.stdout
+        print(f"saved: {base}/runs/{run_id}  (delete token: {token})", file=out)
+    return 0
+
+
+def format_summary(result: Any, wall_s: float) -> str:
+    """A short human summary of a `SimResult`."""
+
+    def us(ns: float | None) -> str:
+        return "-" if ns is None else f"{ns / 1000:.2f} us"
+
+    lines = [
+        f"{result.platform}, {result.governor} ({result.governor_kernel}), {result.mechanism}: "
+        f"{result.cpus} CPUs on {result.sockets} socket(s), {result.duration_ns / 1e6:g} ms simulated "
+        f"in {wall_s:.2f} s ({result.events:,} events)",
+        f"busy share {result.busy_share:.2%}, {result.wakeups:,} wake-ups from idle",
+        "state      residency      usage      above      below",
+    ]
+    for s in result.states:
+        flag = " (disabled)" if s.disabled else ""
+        lines.append(f"{s.name:<8} {s.residency:>10.2%} {s.usage:>10,} {s.above:>10,} {s.below:>10,}{flag}")
+    for src in ("wake", "intr"):
+        stats = result.latency.get(src)
+        if stats and stats.count:
+            lines.append(f"{src}: mean {us(stats.mean_ns)}, p99 {us(stats.p99_ns)}, max {us(stats.max_ns)}")
+    ipi = result.ipi
+    lines.append(f"IPIs: {ipi.requested:,} calls, {ipi.ipis_sent:,} sent, {ipi.ipis_avoided:,} avoided")
+    lines.append(f"energy (estimate): {result.energy.joules:.4g} J")
+    return "\n".join(lines)
+
+
+# --- platforms, db -------------------------------------------------------------------------------
+
+
+def cmd_platforms(args: argparse.Namespace) -> int:
+    from engine import BUILTIN_PLATFORMS
+
+    rows: list[tuple[str, str, Any]] = [
+        (n, "built-in", BUILTIN_PLATFORMS[n]) for n in sorted(BUILTIN_PLATFORMS)
+    ]
+    if args.custom:
+        from app import views
+        from app.db import session_scope
+
+        with _database() as factory, session_scope(factory) as session:
+            for p in views.platforms_view(session).platforms:
+                if p.custom:
+                    rows.append((p.name, f"custom, on {p.based_on}", p.table))
+    if args.json:
+        import orjson
+
+        print(
+            orjson.dumps([t.model_dump(mode="json") for _, _, t in rows], option=orjson.OPT_INDENT_2).decode()
+        )
+        return 0
+    for name, kind, table in rows:
+        states = " ".join(f"{s.name}({s.exit_latency_us:g}/{s.target_residency_us:g})" for s in table.states)
+        print(f"{name:<10} {kind:<16} {table.title}")
+        print(f"{'':<10} states (exit/target us): {states}")
+    return 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from app.db import downgrade_db, upgrade_db
+
+    settings = _settings()
+    try:
+        if args.db_command == "upgrade":
+            upgrade_db(settings.database_url, args.revision)
+        else:
+            downgrade_db(settings.database_url, args.revision)
+    except CliError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise CliError(f"database {_redact(settings.database_url)}: {_one_line(exc)}") from None
+    print(f"database {_redact(settings.database_url)}: at {args.revision}")
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    from app.jobs import one_line
+
+    return one_line(exc)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="idlelab", description="Simulate CPU idle states; serve the dashboard and API.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    serve = sub.add_parser("serve", help="start the dashboard and API (prints the URL to open)")
+    serve.add_argument("--host", help="interface (default IDLELAB_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default IDLELAB_PORT or 8000)")
+    serve.set_defaults(func=cmd_serve)
+
+    run = sub.add_parser("run", help="run one simulation headless, with a progress bar")
+    run.add_argument("config", nargs="?", help="a JSON config file (SimConfig, or '-' for stdin)")
+    run.add_argument("--platform", help="skx, icx, wsm or a custom platform id")
+    run.add_argument("--governor", help="menu, teo, ladder, oracle or fixed")
+    run.add_argument("--mechanism", help="ipi, mwait_rfc or tif_polling")
+    run.add_argument("--duration-ms", type=float, help="simulated time in milliseconds")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--sockets", type=int)
+    run.add_argument("--cores-per-socket", type=int)
+    run.add_argument("--json", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
+    run.add_argument("--save", action="store_true", help="store the run in the database and print its link")
+    run.add_argument("--title", help="title of the saved run")
+    run.add_argument("--unlisted", action="store_true", help="save it unlisted (only its link finds it)")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal"
+    )
+    run.set_defaults(func=cmd_run)
+
+    plats = sub.add_parser("platforms", help="list the C-state tables")
+    plats.add_argument("--json", action="store_true", help="the full tables as JSON")
+    plats.add_argument("--custom", action="store_true", help="include custom tables from the database")
+    plats.set_defaults(func=cmd_platforms)
+
+    db = sub.add_parser("db", help="database migrations")
+    db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
+    up = db_sub.add_parser("upgrade", help="apply migrations (default: to head)")
+    up.add_argument("revision", nargs="?", default="head")
+    down = db_sub.add_parser("downgrade", help="revert migrations to REVISION (e.g. base)")
+    down.add_argument("revision")
+    db.set_defaults(func=cmd_db)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CliError as exc:
+        sys.stderr.write(f"idlelab: error: {exc}\n")
+        return EXIT_ERROR
+    except BrokenPipeError:  # `idlelab platforms | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep the interpreter quiet at exit
+        return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("idlelab: interrupted\n")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - never a traceback
+        from app.jobs import one_line
+
+        sys.stderr.write(f"idlelab: error: {one_line(exc)}\n")
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())
