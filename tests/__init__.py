@@ -1,0 +1,1 @@
+"""idlelab's tests: one package per area (engine, app, browser)."""

@@ -1,0 +1,1 @@
+"""Service tests: API through real HTTP, storage, migrations, jobs and the CLI."""

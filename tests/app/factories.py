@@ -1,0 +1,35 @@
+"""Small factories for configs and runs used by the service tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+SMALL_TOPOLOGY = {"sockets": 1, "cores_per_socket": 4}
+POLL_TIMEOUT_S = 120.0
+
+
+def small_config(**overrides: Any) -> dict[str, Any]:
+    """A fast config: one socket of four cores, 30 simulated ms."""
+    return {"duration_ms": 30, "topology": dict(SMALL_TOPOLOGY), **overrides}
+
+
+def submit(client: httpx.Client, config: dict[str, Any] | None = None, **body: Any) -> dict[str, Any]:
+    r = client.post("/api/runs", json={"config": config if config is not None else small_config(), **body})
+    assert r.status_code == 202, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def wait_finished(
+    client: httpx.Client, run_id: str, statuses: tuple[str, ...] = ("done", "failed")
+) -> dict[str, Any]:
+    """Poll until the run reaches one of `statuses` (a generous bound, not a timing check)."""
+    deadline = time.monotonic() + POLL_TIMEOUT_S
+    while True:
+        run = client.get(f"/api/runs/{run_id}").json()
+        if run["status"] in statuses:
+            return run  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, f"run {run_id} stuck in {run['status']}"
+        time.sleep(0.05)

@@ -1,0 +1,164 @@
+"""Fixtures shared by every test area.
+
+`live_server` starts the real server (`python -m app.cli serve`) on a free port with a temporary
+SQLite file, waits until it answers, yields its base URL, and stops it (session-scoped: the
+browser tests reuse it). `ServerProcess` does the same for tests that need their own server
+(restart recovery). `app_client` is an in-process TestClient on a migrated temporary database.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 120.0  # a cold numba cache compiles the engine in the workers; the server answers sooner
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+class ServerProcess:
+    """`python -m app.cli serve` in its own process group, logging to a file."""
+
+    def __init__(
+        self, db_path: Path, log_path: Path, *, workers: int = 1, env: dict[str, str] | None = None
+    ) -> None:
+        self.db_path = db_path
+        self.log_path = log_path
+        self.workers = workers
+        self.extra_env = env or {}
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerProcess:
+        self.port = free_port()
+        env = {
+            **os.environ,
+            "IDLELAB_DATABASE_URL": sqlite_url(self.db_path),
+            "IDLELAB_WORKERS": str(self.workers),
+            "IDLELAB_LOG_LEVEL": "warning",
+            **self.extra_env,
+        }
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=self.log_path.parent,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                if self.proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError(f"server exited at start:\n{self.log_path.read_text()}")
+                try:
+                    if client.get(f"{self.url}/api/platforms").status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"server did not answer:\n{self.log_path.read_text()}")
+                time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (server and workers): a crash, not a shutdown."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._close()
+
+    def stop(self) -> None:
+        """Graceful stop (SIGTERM, as a service manager would), then SIGKILL if it hangs."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self.proc is not None:
+            try:  # workers left behind by a crash
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._close()
+
+    def _close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real server on a temporary SQLite file (one per test session)."""
+    workdir = tmp_path_factory.mktemp("live_server")
+    server = ServerProcess(workdir / "idlelab.db", workdir / "server.log").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Any]:
+    """Make (and always stop) servers of one test, sharing its temporary database."""
+    servers: list[ServerProcess] = []
+
+    def make(**kwargs: Any) -> ServerProcess:
+        server = ServerProcess(tmp_path / "idlelab.db", tmp_path / "server.log", **kwargs)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def _testclient() -> Any:
+    with warnings.catch_warnings():
+        # starlette's TestClient warns at import that it prefers httpx2; httpx works.
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    return TestClient
+
+
+@pytest.fixture(scope="module")
+def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """In-process client (lifespan run: migrations applied) with no workers: runs stay queued."""
+    from app.config import Settings
+    from app.main import create_app
+
+    db = tmp_path_factory.mktemp("app_client") / "idlelab.db"
+    app = create_app(Settings(database_url=sqlite_url(db), workers=0))
+    with _testclient()(app) as client:
+        yield client
