@@ -16,6 +16,7 @@ them without re-learning the encoding:
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -94,8 +95,18 @@ _TEMPLATE = go.layout.Template(
         hoverlabel={"font": {"family": _FONT}},
         xaxis={"gridcolor": "#e5e5e5", "linecolor": "#999", "zerolinecolor": "#ccc", "automargin": True},
         yaxis={"gridcolor": "#e5e5e5", "linecolor": "#999", "zerolinecolor": "#ccc", "automargin": True},
-        legend={"bgcolor": "rgba(255,255,255,0.7)"},
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        # Below the x axis title (in container coordinates, so it never covers the axis title),
+        # horizontal, so long names never squeeze the plot.
+        legend={
+            "bgcolor": "rgba(255,255,255,0.7)",
+            "orientation": "h",
+            "yref": "container",
+            "yanchor": "bottom",
+            "y": 0.01,
+            "x": 0,
+            "xanchor": "left",
+        },
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
     )
 )
 
@@ -123,7 +134,13 @@ def _us(ns: float | None) -> float | None:
 
 
 def _figure(data: Sequence[Any], title: str, **layout: Any) -> Figure:
-    fig = go.Figure(data=list(data), layout=go.Layout(template=_TEMPLATE, title={"text": title}, **layout))
+    title_layout = {"text": title, "x": 0.5, "xanchor": "center"}
+    if "height" not in layout:
+        # The legend sits under the plot, about three entries a row: grow with it, keep the plot.
+        entries = sum(1 for t in data if getattr(t, "showlegend", None) is not False)
+        rows = math.ceil(entries / 3) if layout.get("showlegend", True) else 0
+        layout["height"] = 400 + 24 * max(0, rows - 1)
+    fig = go.Figure(data=list(data), layout=go.Layout(template=_TEMPLATE, title=title_layout, **layout))
     return fig.to_plotly_json()
 
 
@@ -171,11 +188,11 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
                 y=shares,
                 marker={
                     "color": [state_color(n) for n in names],
-                    "pattern": {"shape": _RUN_PATTERNS[i % len(_RUN_PATTERNS)], "fgcolor": "#ffffff"},
+                    "pattern": {"shape": _RUN_PATTERNS[i % len(_RUN_PATTERNS)], "fgcolor": "#ffffff", "fillmode": "overlay"},
                     "line": {"color": "#333", "width": 0.5},
                 },
                 customdata=custom,
-                texttemplate="%{y:.1f}%",
+                texttemplate="%{y:.1f}%" if len(runs) == 1 else None,
                 textposition="outside",
                 hovertemplate=(
                     "<b>%{x}</b>" + _suffix(label) + "<br>%{y:.2f}% of CPU time<br>usage %{customdata[0]}"
@@ -196,7 +213,8 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
 
 def residency_per_cpu_figure(result: Result) -> Figure:
     """Per-CPU residency as a heatmap: CPUs down, states (then C0) across, share in %."""
-    names = list(result["per_cpu_state_names"])
+    # The engine names the last column "busy"; every chart calls it C0.
+    names = [BUSY_NAME if n == "busy" else n for n in result["per_cpu_state_names"]]
     rows = result["per_cpu_residency"]
     width = len(rows[0]) if rows else len(names)
     if len(names) < width:
@@ -292,7 +310,7 @@ def latency_histogram_figure(result_or_runs: Result | Sequence[tuple[str, Result
         "Latency histogram per wake-up source",
         hovermode="closest",
         xaxis={"title": {"text": "Latency (us, log scale)"}, "type": "log"},
-        yaxis={"title": {"text": "Share of the source's samples (%)"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "Share of samples (%)"}, "rangemode": "tozero"},
     )
 
 
@@ -399,8 +417,7 @@ def wake_vs_intr_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -
                     x=xs,
                     y=ys,
                     text=[q for q, _ in qs],
-                    mode="lines+markers+text",
-                    textposition="top left",
+                    mode="lines+markers",
                     line={"color": "#888", "width": 1, "dash": _RUN_DASHES[i % len(_RUN_DASHES)]},
                     marker={"color": "#888", "size": 7, "symbol": symbol},
                     hovertemplate=(
@@ -447,15 +464,19 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
     counted; that is the likely reading).
     """
     runs = _runs(result_or_runs)
+    # Leave out what no run measured (the other socket of a one-socket run).
+    categories = [
+        c for c in _IPI_CATEGORIES if any(r["ipi"][c[0]][f"{c[1]}_calls"] for _, r in runs)
+    ] or list(_IPI_CATEGORIES[:2])
     traces = []
     for i, (label, result) in enumerate(runs):
         ipi = result["ipi"]
         mech = ipi["mechanism"]
         xs, ys, custom = [], [], []
-        for loc, kind, text in _IPI_CATEGORIES:
+        for loc, kind, text in categories:
             cost = ipi[loc]
-            mean = cost[f"{kind}_mean_cycles"]
             calls = cost[f"{kind}_calls"]
+            mean = cost[f"{kind}_mean_cycles"] if calls else None
             xs.append(text)
             ys.append(mean)
             custom.append([calls, cost["ipis_sent"], cost["calls"]])
@@ -466,7 +487,7 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
                 y=ys,
                 marker={
                     "color": MECHANISM_COLORS.get(mech, "#777"),
-                    "pattern": {"shape": _RUN_PATTERNS[i % len(_RUN_PATTERNS)], "fgcolor": "#ffffff"},
+                    "pattern": {"shape": _RUN_PATTERNS[i % len(_RUN_PATTERNS)], "fgcolor": "#ffffff", "fillmode": "overlay"},
                 },
                 customdata=custom,
                 texttemplate="%{y:.0f}",
@@ -789,52 +810,3 @@ def summary_figures(result: Result) -> list[dict[str, Any]]:
                 }
             )
     return out
-
-
-def compare_table(runs: Sequence[tuple[str, Result]]) -> list[dict[str, Any]]:
-    """Rows of aligned figures with % deltas against the first run and which direction is better.
-
-    Each row: `{"key", "label", "unit", "better", "estimate", "values": [...],
-    "deltas": [{"pct", "verdict"} | None, ...]}`; `verdict` is "better", "worse" or "same"
-    (or None where no direction is better, as for residency shares).
-    """
-    names: list[str] = []
-    for _, r in runs:
-        for s in r["states"]:
-            if s["name"] not in names:
-                names.append(s["name"])
-    metrics = [*SUMMARY_METRICS, *(_residency_metric(n) for n in names)]
-    rows = []
-    for m in metrics:
-        values = [m.value(r) for _, r in runs]
-        if all(v is None for v in values):
-            continue
-        base = values[0]
-        deltas: list[dict[str, Any] | None] = [None]
-        for v in values[1:]:
-            if base is None or v is None:
-                deltas.append(None)
-                continue
-            if base == 0:
-                pct = 0.0 if v == 0 else None
-            else:
-                pct = (v - base) / abs(base) * 100
-            verdict = None
-            if m.better and pct is not None:
-                if abs(pct) < 0.05:
-                    verdict = "same"
-                else:
-                    verdict = "better" if (pct < 0) == (m.better == "lower") else "worse"
-            deltas.append({"pct": pct, "verdict": verdict, "diff": v - base})
-        rows.append(
-            {
-                "key": m.key,
-                "label": m.label,
-                "unit": m.unit,
-                "better": m.better,
-                "estimate": m.estimate,
-                "values": values,
-                "deltas": deltas,
-            }
-        )
-    return rows

@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import io
 import importlib
+import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +27,7 @@ import plotly
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
+from jinja2 import Undefined
 from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
 from starlette.middleware.gzip import GZipMiddleware
@@ -80,7 +81,7 @@ def static_url(path: str) -> str:
 
 def fmt_num(value: Any, digits: int = 3) -> str:
     """A number for tables: integers with thousands separators, others to `digits` significant."""
-    if value is None:
+    if value is None or isinstance(value, Undefined):
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -91,14 +92,16 @@ def fmt_num(value: Any, digits: int = 3) -> str:
             return "–"
         if value.is_integer() and abs(value) < 1e15:
             return f"{int(value):,}"
-        if abs(value) >= 10 ** digits:
+        if abs(value) >= 10**digits:
             return f"{value:,.0f}"
         return f"{value:.{digits}g}"
     return str(value)
 
 
 def fmt_us(ns: float | None) -> str:
-    return "–" if ns is None else fmt_num(ns / 1000.0) + " us"
+    if ns is None or isinstance(ns, Undefined):
+        return "–"
+    return fmt_num(ns / 1000.0) + " us"
 
 
 def fmt_time(value: Any) -> str:
@@ -109,7 +112,7 @@ def fmt_time(value: Any) -> str:
             return value
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return "" if value is None else str(value)
+    return "" if value is None or isinstance(value, Undefined) else str(value)
 
 
 class PageTemplates(Jinja2Templates):
@@ -166,7 +169,7 @@ def _plotly_js_bytes() -> tuple[bytes, bytes, str]:
     return raw, gzip.compress(raw, compresslevel=9, mtime=0), hashlib.sha256(raw).hexdigest()[:16]
 
 
-@router.get(f"/vendor/plotly-{plotly_js_version()}.min.js", name="plotly_js")
+@router.api_route(f"/vendor/plotly-{plotly_js_version()}.min.js", methods=["GET", "HEAD"], name="plotly_js")
 def plotly_js(request: Request) -> Response:
     raw, gz, etag = _plotly_js_bytes()
     headers = {"Cache-Control": CACHE_IMMUTABLE, "ETag": f'"{etag}"', "Vary": "Accept-Encoding"}
@@ -228,6 +231,8 @@ def _plain(obj: Any) -> Any:
     """A loader's answer as plain JSON-ready data (pydantic models dumped, stored bytes parsed)."""
     if obj is None:
         return None
+    if hasattr(obj, "to_json"):  # app.views' RunView/RunListView: exactly the API's JSON body
+        return orjson.loads(obj.to_json())
     if hasattr(obj, "model_dump"):
         return _plain(obj.model_dump(mode="json"))
     if isinstance(obj, bytes | bytearray | memoryview):
@@ -262,24 +267,44 @@ def _call_view(name: str, request: Request, *args: Any, **kwargs: Any) -> Any:
 # --- pages -----------------------------------------------------------------------------------------
 
 
+def _scenario_item(name: str | None, obj: Any) -> dict[str, Any]:
+    data = _plain(obj) if isinstance(obj, Mapping) or hasattr(obj, "model_dump") else {}
+    out = {k: data.get(k) for k in ("name", "title", "description") if isinstance(data, Mapping)}
+    for k in ("name", "title", "description"):
+        if not out.get(k):
+            out[k] = getattr(obj, k, None)
+    out["name"] = out.get("name") or name
+    return out
+
+
 def _scenarios() -> list[dict[str, Any]]:
-    """Built-in scenarios if the scenarios module is there (another author's); else none."""
-    for module_name in ("app.scenarios", "app.routes.scenarios"):
+    """Built-in scenarios: from the app's scenarios module when it exposes them (another author's),
+    else from `engine.scenarios`; none if neither is importable (the home page never breaks)."""
+    candidates = [
+        ("app.routes.scenarios", ("list_scenarios", "scenarios_view", "SCENARIOS")),
+        ("app.scenarios", ("list_scenarios", "scenarios_view", "SCENARIOS")),
+        ("engine.scenarios", ("SCENARIOS",)),
+    ]
+    for module_name, attrs in candidates:
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
-        for attr in ("list_scenarios", "scenarios_view", "SCENARIOS"):
+        for attr in attrs:
             found = getattr(module, attr, None)
             if found is None:
                 continue
             try:
                 items = found() if callable(found) else found
-            except Exception:  # noqa: BLE001 - a broken optional module must not break the home page
+                if hasattr(items, "model_dump"):
+                    items = _plain(items)
+                if isinstance(items, Mapping) and "scenarios" in items:
+                    items = items["scenarios"]
+                if isinstance(items, Mapping):
+                    return [_scenario_item(k, v) for k, v in items.items()]
+                return [_scenario_item(None, v) for v in items]
+            except Exception:  # noqa: BLE001 - an optional module must not break the home page
                 return []
-            if isinstance(items, Mapping):
-                items = [{"name": k, **(_plain(v) if isinstance(_plain(v), Mapping) else {})} for k, v in items.items()]
-            return [_plain(i) for i in items]
     return []
 
 
@@ -320,13 +345,15 @@ def _load_platform(request: Request, name: str) -> dict[str, Any]:
 
 @router.get("/platforms/{name}", name="platform_page")
 def platform_page(request: Request, name: str, vs: str | None = None) -> Any:
-    platform = _load_platform(request, name)
-    other = _load_platform(request, vs) if vs and vs != name else None
+    view = _load_platform(request, name)
+    platform = _table(view)
+    other = _table(_load_platform(request, vs)) if vs and vs != name else None
     shown = [platform, *([other] if other else [])]
     return render(
         request,
         "platform.html",
         {
+            "view": view,
             "platform": platform,
             "other": other,
             "platforms": _platforms(request),
@@ -401,7 +428,9 @@ def _limits(path: str) -> str:
         info = getattr(model, "model_fields", {}).get(part)
         if info is None:
             return ""
-        model = next((a for a in (info.annotation, *get_args(info.annotation)) if hasattr(a, "model_fields")), None)
+        model = next(
+            (a for a in (info.annotation, *get_args(info.annotation)) if hasattr(a, "model_fields")), None
+        )
     lo = hi = None
     for meta in info.metadata if info else ():
         lo = getattr(meta, "ge", None) if getattr(meta, "ge", None) is not None else lo
@@ -438,7 +467,12 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             "Topology",
             [
                 FormField("topology.sockets", "Sockets", "int"),
-                FormField("topology.cores_per_socket", "Cores per socket", "int?", hint="Blank: the platform's part."),
+                FormField(
+                    "topology.cores_per_socket",
+                    "Cores per socket",
+                    "int?",
+                    hint="Blank: the platform's part.",
+                ),
             ],
         ),
         FormSection(
@@ -458,7 +492,9 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
         FormSection(
             "Scheduler tick",
             [
-                FormField("wakeups.tick.hz", "HZ", "int", options=[(str(h), str(h)) for h in (100, 250, 300, 1000)]),
+                FormField(
+                    "wakeups.tick.hz", "HZ", "int", options=[(str(h), str(h)) for h in (100, 250, 300, 1000)]
+                ),
                 FormField("wakeups.tick.nohz", "NO_HZ_IDLE (governor may stop the tick)", "bool"),
                 FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
             ],
@@ -470,7 +506,9 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("wakeups.interrupts.rate_hz", "Rate per CPU", "float", "Hz"),
                 FormField("wakeups.interrupts.handler_us", "Handler time", "float", "us"),
                 FormField("wakeups.interrupts.work_us", "Work after the interrupt", "float", "us"),
-                FormField("wakeups.interrupts.work_distribution", "Work distribution", "select", options=dist),
+                FormField(
+                    "wakeups.interrupts.work_distribution", "Work distribution", "select", options=dist
+                ),
                 FormField("wakeups.interrupts.cpus", "CPUs", "cpus", hint=_CPUS_HINT),
             ],
         ),
@@ -488,9 +526,13 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             "Scheduler wake-ups (try_to_wake_up on another CPU)",
             [
                 FormField("wakeups.sched_wakeups.rate_hz", "Rate per sender", "float", "Hz"),
-                FormField("wakeups.sched_wakeups.same_socket_share", "Share to the same socket", "float", "0..1"),
+                FormField(
+                    "wakeups.sched_wakeups.same_socket_share", "Share to the same socket", "float", "0..1"
+                ),
                 FormField("wakeups.sched_wakeups.work_us", "Task run time", "float", "us"),
-                FormField("wakeups.sched_wakeups.work_distribution", "Run-time distribution", "select", options=dist),
+                FormField(
+                    "wakeups.sched_wakeups.work_distribution", "Run-time distribution", "select", options=dist
+                ),
                 FormField("wakeups.sched_wakeups.senders", "Senders", "cpus", hint=_CPUS_HINT),
                 FormField("wakeups.sched_wakeups.targets", "Targets", "cpus", hint=_CPUS_HINT),
             ],
@@ -500,7 +542,9 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             [
                 FormField("ipi_wakeup.mechanism", "Mechanism", "select", options=mech_opts),
                 FormField("ipi_wakeup.read_before_cmpxchg", "mwait_rfc: read before cmpxchg", "bool"),
-                FormField("ipi_wakeup.irqs_off_across_wake", "mwait_rfc: IRQs off from WAKING to WOKENUP", "bool"),
+                FormField(
+                    "ipi_wakeup.irqs_off_across_wake", "mwait_rfc: IRQs off from WAKING to WOKENUP", "bool"
+                ),
             ],
         ),
         FormSection(
@@ -628,21 +672,39 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- runs ------------------------------------------------------------------------------------------
 
-RUN_SORTS = [
-    ("created_at", "Created"),
-    ("title", "Title"),
-    ("wakeups", "Wake-ups"),
-    ("busy_share", "Busy share"),
-    ("wake_latency_mean_ns", "WakeLatency mean"),
-    ("wake_latency_p99_ns", "WakeLatency p99"),
-    ("intr_latency_mean_ns", "IntrLatency mean"),
-    ("intr_latency_p99_ns", "IntrLatency p99"),
-    ("ipis_sent", "IPIs sent"),
-    ("ipis_avoided", "IPIs avoided"),
-    ("energy_joules", "Energy (estimate)"),
-    ("duration_ms", "Simulated time"),
-    ("cpus", "CPUs"),
-]
+SORT_LABELS = {
+    "created_at": "Created",
+    "finished_at": "Finished",
+    "title": "Title",
+    "status": "Status",
+    "platform": "Platform",
+    "governor": "Governor",
+    "mechanism": "Mechanism",
+    "cpus": "CPUs",
+    "duration_ms": "Simulated time",
+    "busy_share": "Busy share",
+    "wakeups": "Wake-ups",
+    "events": "Events",
+    "wake_latency_mean_ns": "WakeLatency mean",
+    "wake_latency_p99_ns": "WakeLatency p99",
+    "intr_latency_mean_ns": "IntrLatency mean",
+    "intr_latency_p99_ns": "IntrLatency p99",
+    "ipis_sent": "IPIs sent",
+    "ipis_avoided": "IPIs avoided",
+    "energy_joules": "Energy (estimate)",
+    "wall_s": "Wall time",
+}
+
+
+def run_sorts() -> list[tuple[str, str]]:
+    """Every column the store can sort by (app.models.SORTABLE_COLUMNS), with a readable label."""
+    try:
+        from app.models import SORTABLE_COLUMNS
+    except ImportError:  # pragma: no cover - the service is always there in practice
+        SORTABLE_COLUMNS = tuple(SORT_LABELS)  # noqa: N806
+    return [(c, SORT_LABELS.get(c, c.replace("_", " "))) for c in SORTABLE_COLUMNS]
+
+
 PAGE_SIZE = 25
 
 
@@ -657,10 +719,19 @@ def runs_page(
     order: str = "desc",
     page: int = Query(default=1, ge=1),
 ) -> Any:
-    filters = {k: v for k, v in {"platform": platform, "governor": governor, "mechanism": mechanism,
-                                 "status": status}.items() if v}
-    listing = _runs_list(request, **filters, sort=sort, order=order, limit=PAGE_SIZE,
-                         offset=(page - 1) * PAGE_SIZE)
+    filters = {
+        k: v
+        for k, v in {
+            "platform": platform,
+            "governor": governor,
+            "mechanism": mechanism,
+            "status": status,
+        }.items()
+        if v
+    }
+    listing = _runs_list(
+        request, **filters, sort=sort, order=order, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+    )
     total = listing.get("total")
     return render(
         request,
@@ -670,11 +741,13 @@ def runs_page(
             "total": total,
             "page": page,
             "pages": max(1, math.ceil(total / PAGE_SIZE)) if isinstance(total, int) else None,
-            "has_next": (page * PAGE_SIZE < total) if isinstance(total, int) else len(listing["runs"]) == PAGE_SIZE,
+            "has_next": (page * PAGE_SIZE < total)
+            if isinstance(total, int)
+            else len(listing["runs"]) == PAGE_SIZE,
             "filters": filters,
             "sort": sort,
             "order": order,
-            "sorts": RUN_SORTS,
+            "sorts": run_sorts(),
             "platforms": [_table(p)["name"] for p in _platforms(request)],
             "governors": list(get_args(GovernorName)),
             "mechanisms": list(get_args(Mechanism)),
@@ -716,14 +789,37 @@ def result_csv(result: Mapping[str, Any]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["section", "name", "metric", "value", "unit"])
-    for key in ("platform", "governor", "governor_kernel", "mechanism", "cpus", "sockets", "duration_ns", "events",
-                "wakeups", "busy_share", "engine_version", "config_hash"):
+    for key in (
+        "platform",
+        "governor",
+        "governor_kernel",
+        "mechanism",
+        "cpus",
+        "sockets",
+        "duration_ns",
+        "events",
+        "wakeups",
+        "busy_share",
+        "engine_version",
+        "config_hash",
+    ):
         w.writerow(["run", "", key, result.get(key), "ns" if key.endswith("_ns") else ""])
     for s in result["states"]:
-        for key, unit in (("usage", ""), ("time_ns", "ns"), ("residency", "share"), ("above", ""), ("below", ""),
-                          ("rejected", ""), ("exit_latency_us", "us"), ("target_residency_us", "us"),
-                          ("irq_enable", ""), ("disabled", ""), ("wake_latency_mean_ns", "ns"),
-                          ("intr_latency_mean_ns", "ns"), ("exit_latency_mean_ns", "ns")):
+        for key, unit in (
+            ("usage", ""),
+            ("time_ns", "ns"),
+            ("residency", "share"),
+            ("above", ""),
+            ("below", ""),
+            ("rejected", ""),
+            ("exit_latency_us", "us"),
+            ("target_residency_us", "us"),
+            ("irq_enable", ""),
+            ("disabled", ""),
+            ("wake_latency_mean_ns", "ns"),
+            ("intr_latency_mean_ns", "ns"),
+            ("exit_latency_mean_ns", "ns"),
+        ):
             w.writerow(["state", s["name"], key, s.get(key), unit])
     for src, stats in result["latency"].items():
         for key in ("count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"):
@@ -755,7 +851,9 @@ def run_page(request: Request, run_id: str) -> Any:
     context: dict[str, Any] = {
         "run": run,
         "result": result,
-        "config_json": orjson.dumps(run.get("config"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode(),
+        "config_json": orjson.dumps(
+            run.get("config"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+        ).decode(),
         "charts": {},
         "figures": [],
         "recent": [],
@@ -763,11 +861,40 @@ def run_page(request: Request, run_id: str) -> Any:
     if result is not None:
         context["charts"] = charts.run_charts(result)
         context["figures"] = charts.summary_figures(result)
-        context["recent"] = [r for r in _runs_list(request, limit=20, status="done")["runs"] if r.get("id") != run_id]
+        context["recent"] = [
+            r for r in _runs_list(request, limit=20, status="done")["runs"] if r.get("id") != run_id
+        ]
     return render(request, "run.html", context)
 
 
 # --- compare ---------------------------------------------------------------------------------------
+
+
+@router.get("/compare", name="compare_page")
+def compare_page(request: Request, ids: list[str] = Query(default=[])) -> Any:  # noqa: B008
+    """Runs overlaid, and `compare_view`'s aligned metrics (the `/api/compare` twin) with the better
+    direction of each marked. `?ids=a,b` or `?ids=a&ids=b` (the run page's form sends the latter)."""
+    id_list = _ids(ids)
+    view = _plain(_call_view("compare_view", request, id_list))
+    runs = view["runs"]
+    labels = [_run_label(r, i) for i, r in enumerate(runs)]
+    # The comparison carries figures, not whole results: the overlaid charts need each result.
+    results = [_result(load_run(request, r["id"])) if r["status"] == "done" else None for r in runs]
+    # Charts name runs by letter only ("C6 · B"): full titles would crowd the legends.
+    pairs = [(label.split(":")[0], res) for label, res in zip(labels, results, strict=True) if res is not None]
+    return render(
+        request,
+        "compare.html",
+        {
+            "view": view,
+            "runs": runs,
+            "labels": labels,
+            "done": [res is not None for res in results],
+            "rows": annotate_metrics(view["metrics"]),
+            "charts": charts.compare_charts(pairs) if len(pairs) >= 2 else {},
+            "ids": [r["id"] for r in runs],
+        },
+    )
 
 
 def _ids(values: Sequence[str]) -> list[str]:
@@ -779,39 +906,59 @@ def _ids(values: Sequence[str]) -> list[str]:
     return ids
 
 
-@router.get("/compare", name="compare_page")
-def compare_page(request: Request, ids: list[str] = Query(default=[])) -> Any:  # noqa: B008
-    id_list = _ids(ids)
-    if len(id_list) < 2:
-        from app.errors import InvalidInput
-
-        raise InvalidInput.one(["query", "ids"], "name at least two runs to compare: ?ids=a,b")
-    view = _plain(_call_view("compare_view", request, id_list))
-    runs = view.get("runs", []) if isinstance(view, Mapping) else []
-    with_results = []
-    for i, r in enumerate(runs):
-        result = _result(r)
-        if result is None and r.get("id"):
-            result = _result(load_run(request, r["id"]))
-        if result is not None:
-            with_results.append((r, result, _run_label(r, i)))
-    pairs = [(label, result) for _, result, label in with_results]
-    return render(
-        request,
-        "compare.html",
-        {
-            "view": view,
-            "runs": [r for r, _, _ in with_results],
-            "labels": [label for *_, label in with_results],
-            "pending": [r for r in runs if _result(r) is None and not any(r is w for w, _, _ in with_results)],
-            "table": charts.compare_table(pairs) if len(pairs) >= 1 else [],
-            "charts": charts.compare_charts(pairs) if pairs else {},
-            "ids": id_list,
-        },
-    )
-
-
 def _run_label(run: Mapping[str, Any], i: int) -> str:
     title = (run.get("title") or "").strip()
-    short = title if 0 < len(title) <= 40 else (title[:37] + "...") if title else run.get("id", f"run {i + 1}")
+    if len(title) > 40:
+        title = title[:37] + "..."
+    short = title or run.get("id", f"run {i + 1}")
     return f"{chr(ord('A') + i % 26)}: {short}"
+
+
+def better_direction(key: str) -> str | None:
+    """Which way a compared metric (a `compare_view` key) is better: "lower", "higher" or None.
+
+    Residency shares, entry counts and wake-up counts describe the workload's outcome, not a
+    quality, so they get no direction; latencies, sender cycles, IPIs and line transfers are
+    costs; avoided IPIs are savings.
+    """
+    if key.startswith(("residency.", "usage.")) or key in ("busy_share", "wakeups", "ipi.requested"):
+        return None
+    if key.endswith("_avoided"):
+        return "higher"
+    if key.startswith(("latency.", "ipi.", "energy.")):
+        return "lower"
+    return None
+
+
+def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`compare_view` metrics for display: ns shown in us, shares in %, each delta judged
+    better/worse/same by the metric's direction (|delta| < 0.05% counts as the same)."""
+    rows = []
+    for m in metrics:
+        scale, unit = 1.0, m["unit"]
+        if unit == "ns":
+            scale, unit = 1e-3, "us"
+        elif unit == "share":
+            scale, unit = 100.0, "%"
+        better = better_direction(m["key"])
+        values = [None if v is None else v * scale for v in m["values"]]
+        if all(v is None for v in values):
+            continue
+        deltas = []
+        for i, pct in enumerate(m["deltas_pct"]):
+            verdict = None
+            if i > 0 and pct is not None and better:
+                improved = (pct < 0) == (better == "lower")
+                verdict = "same" if abs(pct) < 0.05 else ("better" if improved else "worse")
+            deltas.append({"pct": pct, "verdict": verdict})
+        rows.append(
+            {
+                **m,
+                "unit": unit,
+                "values": values,
+                "deltas": deltas,
+                "better": better,
+                "estimate": m["group"] == "energy" or "estimate" in m["label"],
+            }
+        )
+    return rows
