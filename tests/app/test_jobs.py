@@ -1,0 +1,125 @@
+"""The job runner through a real server: failures are stored, restarts recover interrupted runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from app import store
+from app.db import make_db_engine, make_sessionmaker, session_scope, upgrade_db
+from app.models import Run
+from engine import SimConfig
+from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finished
+from tests.conftest import sqlite_url
+
+# About 4 million events: long enough to be caught mid-run, short enough for CI.
+LONG_CONFIG: dict[str, Any] = {"duration_ms": 60000, "title": "long"}
+
+
+def _snapshot(db: Path) -> dict[str, dict[str, Any]]:
+    db_engine = make_db_engine(sqlite_url(db))
+    try:
+        with session_scope(make_sessionmaker(db_engine)) as session:
+            rows = session.scalars(select(Run)).all()
+            return {r.id: {c.key: getattr(r, c.key) for c in Run.__table__.columns} for r in rows}
+    finally:
+        db_engine.dispose()
+
+
+def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: Any, tmp_path: Path) -> None:
+    db = tmp_path / "idlelab.db"
+    server = server_factory().start()
+    # A run whose stored config the engine cannot read: inserted behind the API's back.
+    db_engine = make_db_engine(sqlite_url(db))
+    try:
+        with session_scope(make_sessionmaker(db_engine)) as session:
+            bad = store.create_run(
+                session, SimConfig(), title="broken", config_json='{"duration_ms": "soon"}'
+            )
+            bad_id = bad.run.id
+    finally:
+        db_engine.dispose()
+    with httpx.Client(base_url=server.url, timeout=120.0) as client:
+        run = wait_finished(client, bad_id)
+        assert run["status"] == "failed"
+        assert "duration_ms" in run["error"] and "\n" not in run["error"]
+        # The worker and the server carry on.
+        ok = client.post("/api/runs?wait=true", json={"config": small_config()}).json()
+        assert ok["status"] == "done"
+
+
+def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, tmp_path: Path) -> None:
+    db = tmp_path / "idlelab.db"
+    server = server_factory().start()
+    with httpx.Client(base_url=server.url, timeout=120.0) as client:
+        done = client.post("/api/runs?wait=true", json={"config": small_config(), "title": "before"}).json()
+        assert done["status"] == "done"
+        long = submit(client, {"duration_ms": LONG_CONFIG["duration_ms"]}, title="long")
+        wait_finished(client, long["id"], statuses=("running",))
+    server.kill()  # a crash mid-run: no shutdown hook runs
+
+    before = _snapshot(db)
+    assert before[long["id"]]["status"] == "running"
+
+    server = server_factory().start()
+    with httpx.Client(base_url=server.url, timeout=120.0) as client:
+        finished = wait_finished(client, long["id"])
+        assert finished["status"] == "done", finished["error"]
+        assert finished["title"] == "long"
+        assert finished["result"]["duration_ns"] == 60000 * 1_000_000
+    after = _snapshot(db)
+    assert set(after) == set(before)
+    assert after[done["id"]] == before[done["id"]]
+    changed = {k for k in after[long["id"]] if after[long["id"]][k] != before[long["id"]][k]}
+    summary_cols = set(store.RESULT_SUMMARY_COLUMNS)
+    allowed = {
+        "status",
+        "progress",
+        "result",
+        "engine_version",
+        "started_at",
+        "finished_at",
+        "wall_s",
+        "compile_s",
+    }
+    assert changed <= allowed | summary_cols
+
+
+def test_requeue_interrupted_touches_only_running_runs(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path / "r.db")
+    upgrade_db(url)
+    db_engine = make_db_engine(url)
+    factory = make_sessionmaker(db_engine)
+    try:
+        with session_scope(factory) as session:
+            ids = [store.create_run(session, SimConfig(), title=s).run.id for s in ("a", "b", "c")]
+            session.get(Run, ids[1]).status = "running"
+            session.get(Run, ids[2]).status = "failed"
+        with session_scope(factory) as session:
+            assert store.requeue_interrupted(session) == 1
+        with session_scope(factory) as session:
+            assert [session.get(Run, i).status for i in ids] == ["queued", "queued", "failed"]
+    finally:
+        db_engine.dispose()
+
+
+def test_progress_is_recorded_while_running(server_factory: Any) -> None:
+    server = server_factory().start()
+    with httpx.Client(base_url=server.url, timeout=120.0) as client:
+        run = submit(client, {"duration_ms": 30000}, title="progress")
+        seen: set[float] = set()
+        deadline = time.monotonic() + POLL_TIMEOUT_S
+        while True:
+            r = client.get(f"/api/runs/{run['id']}").json()
+            if r["status"] == "running":
+                seen.add(r["progress"])
+            if r["status"] in ("done", "failed"):
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert r["status"] == "done"
+        assert any(0 < p < 1 for p in seen), seen

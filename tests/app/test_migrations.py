@@ -1,0 +1,60 @@
+"""Alembic: one head, upgrade to head and down to base, and models that match the migrations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
+
+from app.db import alembic_config, downgrade_db, make_db_engine, upgrade_db
+from app.models import Base
+from tests.conftest import sqlite_url
+
+
+def test_exactly_one_head() -> None:
+    assert len(ScriptDirectory.from_config(alembic_config()).get_heads()) == 1
+
+
+def test_upgrade_to_head_and_down_to_base(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path / "m.db")
+    upgrade_db(url)
+    db_engine = make_db_engine(url)
+    try:
+        with db_engine.connect() as conn:
+            assert {"runs", "custom_platforms", "alembic_version"} <= set(inspect(conn).get_table_names())
+        downgrade_db(url, "base")
+        with db_engine.connect() as conn:
+            assert set(inspect(conn).get_table_names()) <= {"alembic_version"}
+        upgrade_db(url)
+        with db_engine.connect() as conn:
+            assert "runs" in inspect(conn).get_table_names()
+    finally:
+        db_engine.dispose()
+
+
+def test_models_match_migrations(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path / "m.db")
+    upgrade_db(url)
+    db_engine = make_db_engine(url)
+    try:
+        with db_engine.connect() as conn:
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
+            )
+    finally:
+        db_engine.dispose()
+    assert diff == []
+
+
+def test_sqlite_pragmas(tmp_path: Path) -> None:
+    db_engine = make_db_engine(sqlite_url(tmp_path / "p.db"))
+    try:
+        with db_engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
+    finally:
+        db_engine.dispose()
