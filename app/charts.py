@@ -156,6 +156,15 @@ def _suffix(label: str) -> str:
     return f" · {label}" if label else ""
 
 
+def _run_pattern(i: int) -> dict[str, Any]:
+    """Bar marker pattern of the i-th compared run: none for the first (plain fill), then hatches
+    drawn over the colour (the colour keeps meaning the state or mechanism)."""
+    shape = _RUN_PATTERNS[i % len(_RUN_PATTERNS)]
+    if not shape:
+        return {}
+    return {"pattern": {"shape": shape, "fgcolor": "#ffffff", "fillmode": "overlay"}}
+
+
 def _runs(result_or_runs: Result | Sequence[tuple[str, Result]]) -> list[tuple[str, Result]]:
     if isinstance(result_or_runs, Mapping):
         return [("", result_or_runs)]
@@ -188,7 +197,7 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
                 y=shares,
                 marker={
                     "color": [state_color(n) for n in names],
-                    "pattern": {"shape": _RUN_PATTERNS[i % len(_RUN_PATTERNS)], "fgcolor": "#ffffff", "fillmode": "overlay"},
+                    **_run_pattern(i),
                     "line": {"color": "#333", "width": 0.5},
                 },
                 customdata=custom,
@@ -487,7 +496,7 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
                 y=ys,
                 marker={
                     "color": MECHANISM_COLORS.get(mech, "#777"),
-                    "pattern": {"shape": _RUN_PATTERNS[i % len(_RUN_PATTERNS)], "fgcolor": "#ffffff", "fillmode": "overlay"},
+                    **_run_pattern(i),
                 },
                 customdata=custom,
                 texttemplate="%{y:.0f}",

@@ -111,7 +111,7 @@ def fmt_time(value: Any) -> str:
         except ValueError:
             return value
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return value.strftime("%Y-%m-%d %H:%M UTC")
     return "" if value is None or isinstance(value, Undefined) else str(value)
 
 
@@ -269,8 +269,9 @@ def _call_view(name: str, request: Request, *args: Any, **kwargs: Any) -> Any:
 
 def _scenario_item(name: str | None, obj: Any) -> dict[str, Any]:
     data = _plain(obj) if isinstance(obj, Mapping) or hasattr(obj, "model_dump") else {}
-    out = {k: data.get(k) for k in ("name", "title", "description") if isinstance(data, Mapping)}
-    for k in ("name", "title", "description"):
+    keys = ("name", "title", "description", "url")
+    out = {k: data.get(k) for k in keys} if isinstance(data, Mapping) else {}
+    for k in keys:
         if not out.get(k):
             out[k] = getattr(obj, k, None)
     out["name"] = out.get("name") or name
