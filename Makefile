@@ -1,0 +1,45 @@
+# idlelab: `make serve` starts the dashboard, `make test` runs every test.
+# Both create .venv and install the package (editable, with test extras) when needed.
+
+PYTHON ?= python3
+VENV ?= .venv
+HOST ?= 127.0.0.1
+PORT ?= 8000
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.idlelab-installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup migrate serve test chromium bench lint clean
+
+$(STAMP): pyproject.toml
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+migrate: setup
+	$(BIN)/idlelab db upgrade
+
+serve: migrate
+	$(BIN)/idlelab serve --host $(HOST) --port $(PORT)
+
+# Browser tests drive Debian's Chromium; no test tool downloads a browser of its own.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		$(SUDO) apt-get update && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
+
+test: setup chromium
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/api.py
+
+lint: setup
+	$(BIN)/ruff check app engine tests bench migrations
+	$(BIN)/mypy
+
+clean:
+	rm -rf .pytest_cache .ruff_cache .mypy_cache
