@@ -260,6 +260,7 @@ def outcome_row(
         "accept": list(c.accept),
         "ok": outcome.ok,
         "kind": c.kind,
+        "source_figure": c.published,
         "note": c.note,
         "baseline_role": c.baseline,
         "baseline_value": outcome.baseline_value,
@@ -290,6 +291,7 @@ def pending_row(
         "accept": list(check.accept),
         "ok": False,
         "kind": check.kind,
+        "source_figure": check.published,
         "note": check.note,
         "baseline_role": check.baseline,
         "baseline_value": None,
@@ -355,15 +357,15 @@ def validation_report(factory: sessionmaker[Session], base_url: str = "") -> dic
 # --- formatting (command line and page) -----------------------------------------------------------
 
 
-def fmt_value(value: Any, unit: str = "") -> str:
-    """A published or simulated figure as text: ranges as `a..b`, % changes signed."""
+def fmt_value(value: Any, unit: str = "", *, signed: bool = True) -> str:
+    """A published or simulated figure as text: ranges as `a..b`, changes (% and pp) signed."""
     if value is None:
         return "-"
     if isinstance(value, list | tuple):
-        return "..".join(fmt_value(v, unit) for v in value)
+        return "..".join(fmt_value(v, unit, signed=signed) for v in value)
     v = float(value)
     if unit in ("%", "pp"):
-        return f"{v:+.2f}"
+        return f"{v:+.2f}" if signed else f"{v:.2f}"
     if abs(v) >= 100:
         return f"{v:,.0f}"
     return f"{v:.3g}"

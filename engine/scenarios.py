@@ -971,7 +971,7 @@ def _build() -> dict[str, Scenario]:
 SCENARIOS: dict[str, Scenario] = _build()
 
 #: Scenarios whose runs `/validation` needs (those with published figures), in table order.
-VALIDATION_SCENARIOS: tuple[str, ...] = ("mwait-ipi-westmere", "irq-enable-c1-skx", "irq-enable-c1-icx")
+VALIDATION_SCENARIOS: tuple[str, ...] = ("mwait-ipi-westmere", "irq-enable-c1-icx", "irq-enable-c1-skx")
 
 
 def get_scenario(name: str) -> Scenario:

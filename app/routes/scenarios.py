@@ -248,10 +248,9 @@ def metrics_table(scenario: Scenario, runs: Mapping[str, validation.RunRef]) -> 
 
 
 def scenario_charts(scenario: Scenario, runs: Mapping[str, validation.RunRef]) -> dict[str, Any]:
-    """The dashboard's compare charts for the scenario's finished runs (labelled by role)."""
-    labels = {r.name: r.label for r in scenario.roles}
+    """The dashboard's compare charts for the scenario's finished runs (labelled by role name)."""
     pairs = [
-        (labels[role], runs[role].result)
+        (role, runs[role].result)
         for role in scenario.role_names()
         if role in runs and runs[role].done and runs[role].result is not None
     ]
@@ -325,4 +324,16 @@ def scenario_run_form(request: Request, name: str) -> Any:
 @router.get("/validation", name="validation_page", include_in_schema=False)
 async def validation_page(request: Request) -> Any:
     body = await run_in_threadpool(validation.validation_report, request.app.state.sessionmaker, "")
-    return _render(request, "validation.html", {"report": body, "fmt": validation.fmt_value})
+    return _render(
+        request, "validation.html", {"report": body, "fmt": validation.fmt_value, "groups": _groups(body)}
+    )
+
+
+def _groups(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The validation rows grouped by scenario (one source document and platform each)."""
+    out: list[dict[str, Any]] = []
+    for sc in body["scenarios"]:
+        rows = [r for r in body["rows"] if r["scenario"] == sc["name"]]
+        if rows:
+            out.append({**sc, "source": rows[0]["source"], "rows": rows})
+    return out
