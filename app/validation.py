@@ -15,6 +15,7 @@ Command line (prints the table; creates the missing runs in the database first):
     python -m app.validation            # database from IDLELAB_DATABASE_URL (default ./idlelab.db)
     python -m app.validation --json     # the GET /api/validation body
     python -m app.validation --no-db    # simulate in memory, store nothing
+    python -m app.validation --scenario rfc-review-irqs-off   # one scenario's key table and checks
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from engine import ENGINE_VERSION, SimConfig, engine_version
 from engine.scenarios import (
     SCENARIOS,
     VALIDATION_SCENARIOS,
+    Metric,
     Outcome,
     Scenario,
     evaluate,
@@ -354,6 +356,47 @@ def validation_report(factory: sessionmaker[Session], base_url: str = "") -> dic
     return report(ensure_runs(factory), base_url)
 
 
+# --- the scenario pages' tables ------------------------------------------------------------------
+
+
+def _fmt(value: float | None, metric: Metric) -> str:
+    if value is None:
+        return "–"
+    if metric.unit == "ns":
+        return f"{value / 1000:,.2f} us"
+    if metric.digits:
+        return f"{value:,.{metric.digits}f}{' %' if metric.unit == '%' else ''}"
+    return f"{value:,.0f}"
+
+
+def key_table(scenario: Scenario, runs: Mapping[str, RunRef]) -> dict[str, Any] | None:
+    """The scenario's key table with formatted values (blank cells for runs not done)."""
+    kt = scenario.key_table
+    if kt is None:
+        return None
+    rows = []
+    for label, cells in kt.rows:
+        values = []
+        for role, metric in zip(cells, kt.metric_by_col, strict=True):
+            ref = runs.get(role) if role else None
+            v = metric.read(ref.result) if ref is not None and ref.done and ref.result else None
+            values.append({"role": role, "value": v, "text": _fmt(v, metric), "run": ref.id if ref else None})
+        rows.append({"label": label, "cells": values})
+    return {"title": kt.title, "columns": list(kt.columns), "rows": rows, "note": kt.note}
+
+
+def metrics_table(scenario: Scenario, runs: Mapping[str, RunRef]) -> list[dict[str, Any]]:
+    out = []
+    for m in scenario.metrics:
+        cells = []
+        for role in scenario.role_names():
+            ref = runs.get(role)
+            v = m.read(ref.result) if ref is not None and ref.done and ref.result else None
+            cells.append(_fmt(v, m))
+        out.append({"label": m.label, "unit": "us" if m.unit == "ns" else m.unit, "cells": cells})
+    return out
+
+
 # --- formatting (command line and page) -----------------------------------------------------------
 
 
@@ -371,40 +414,87 @@ def fmt_value(value: Any, unit: str = "", *, signed: bool = True) -> str:
     return f"{v:.3g}"
 
 
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _interval(accept: Sequence[float | None], unit: str) -> str:
+    lo, hi = accept
+    if lo is not None and hi is not None:
+        return f"[{fmt_value(lo, unit)}, {fmt_value(hi, unit)}]"
+    if lo is not None:
+        return "> 0" if 0 < lo < 1e-6 else f">= {fmt_value(lo, unit)}"
+    return f"<= {fmt_value(hi, unit)}"
+
+
 def text_table(body: Mapping[str, Any]) -> str:
+    """The validation rows as a plain-text table (the command line's output)."""
     lines = [f"engine {body['engine_version']}"]
-    header = ("ok", "kind", "metric", "published", "simulated", "unit", "tolerance", "runs")
+    header = ("", "kind", "figure", "published", "simulated", "unit", "accepted", "runs")
     rows = [header]
     for r in body["rows"]:
+        published = r["published_text"] if r["published"] is None else fmt_value(r["published"], r["unit"])
         rows.append(
             (
                 "ok" if r["ok"] else "FAIL",
                 r["kind"],
-                f"{r['scenario']}: {r['metric']}",
-                r["published_text"] if r["published"] is None else fmt_value(r["published"], r["unit"]),
+                r["id"],
+                _short(published, 24),
                 fmt_value(r["simulated"], r["unit"]),
                 r["unit"],
-                r["tolerance"],
-                ",".join(r["run_ids"]),
+                _interval(r["accept"], r["unit"]),
+                ",".join(r["run_ids"]) or "-",
             )
         )
-    widths = [min(max(len(str(row[i])) for row in rows), 70) for i in range(len(header))]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     for row in rows:
-        lines.append("  ".join(str(cell)[:70].ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        lines.append("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     n_ok = sum(r["ok"] for r in body["rows"])
     lines.append(f"{n_ok}/{len(body['rows'])} within tolerance")
+    return "\n".join(lines)
+
+
+def scenario_text(scenario: Scenario, runs: Mapping[str, RunRef]) -> str:
+    """A scenario's key table and checks as plain text (`--scenario NAME`)."""
+    lines = [f"{scenario.name}: {scenario.title}"]
+    for role in scenario.roles:
+        ref = runs.get(role.name)
+        lines.append(f"  {role.name:<14} {(ref.id if ref and ref.id else '-'):<12} {role.label}")
+    kt = key_table(scenario, runs)
+    if kt is not None:
+        cells = [["", *kt["columns"]]] + [
+            [row["label"], *(c["text"] for c in row["cells"])] for row in kt["rows"]
+        ]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+        lines += ["", kt["title"]]
+        for r in cells:
+            lines.append(
+                "  "
+                + "  ".join(
+                    c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+                )
+            )
+    lines.append("")
+    for row in check_rows(scenario, runs):
+        sim = fmt_value(row["simulated"], row["unit"], signed=row["baseline_role"] is not None)
+        verdict = "ok  " if row["ok"] else "FAIL"
+        lines.append(f"  {verdict} {sim:>10} {row['unit']:<8} {row['metric']} ({row['tolerance']})")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.validation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the GET /api/validation body")
+    parser.add_argument(
+        "--scenario", metavar="NAME", choices=list(SCENARIOS), help="run one scenario, print its checks"
+    )
     parser.add_argument("--no-db", action="store_true", help="simulate in memory; store nothing")
     parser.add_argument("--database-url", default=None, help="default: IDLELAB_DATABASE_URL or ./idlelab.db")
     parser.add_argument("--base-url", default="", help="prefix for run links (default: relative links)")
     args = parser.parse_args(argv)
+    names = [args.scenario] if args.scenario else list(VALIDATION_SCENARIOS)
     if args.no_db:
-        body = report(simulate_in_memory(), args.base_url)
+        runs = simulate_in_memory(names)
     else:
         from app.config import get_settings
         from app.db import make_db_engine, make_sessionmaker, upgrade_db
@@ -413,9 +503,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         upgrade_db(url)
         db_engine = make_db_engine(url)
         try:
-            body = validation_report(make_sessionmaker(db_engine), args.base_url)
+            runs = ensure_runs(make_sessionmaker(db_engine), names)
         finally:
             db_engine.dispose()
+    if args.scenario:
+        scenario = SCENARIOS[args.scenario]
+        rows = check_rows(scenario, runs[args.scenario], args.base_url)
+        if args.json:
+            sys.stdout.write(
+                orjson.dumps({"scenario": scenario.name, "checks": rows}, option=orjson.OPT_INDENT_2).decode()
+                + "\n"
+            )
+        else:
+            print(scenario_text(scenario, runs[args.scenario]))
+        return 0 if all(r["ok"] for r in rows) else 1
+    body = report(runs, args.base_url)
     if args.json:
         sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

@@ -761,7 +761,7 @@ def _irqs_off() -> Scenario:
             ),
         ),
         key_table=KeyTable(
-            title="Stuck wake-ups and the call-latency tail (ns)",
+            title="Stuck wake-ups and the call-latency tail",
             metric_by_col=(
                 M_STUCK,
                 M_STUCK_MEAN,
@@ -770,7 +770,7 @@ def _irqs_off() -> Scenario:
                 M_IPI_LAT_P999,
                 M_IPI_LAT_MAX,
             ),
-            columns=("stuck", "mean stuck ns", "mean", "p99", "p99.9", "max"),
+            columns=("stuck wake-ups", "mean time stuck", "latency mean", "p99", "p99.9", "max"),
             rows=(
                 ("interrupts on (as posted)", ("irqs-on",) * 6),
                 ("interrupts off (review)", ("irqs-off",) * 6),
@@ -865,7 +865,7 @@ def _tif_polling() -> Scenario:
             Check(
                 id="polling-ipi-share",
                 source=SOURCE_MAINLINE,
-                metric="calls to an idle CPU that still send an IPI, polling flag",
+                metric="calls that still send an IPI, polling flag",
                 metric_ref=M_SHARE_SENT,
                 mode="value",
                 role="tif_polling",
@@ -876,7 +876,7 @@ def _tif_polling() -> Scenario:
             Check(
                 id="rfc-ipi-share",
                 source=SOURCE_MAINLINE,
-                metric="calls to an idle CPU that still send an IPI, RFC idle word",
+                metric="calls that still send an IPI, RFC idle word",
                 metric_ref=M_SHARE_SENT,
                 mode="value",
                 role="mwait_rfc",
@@ -935,8 +935,8 @@ def _tif_polling() -> Scenario:
                 "IPIs avoided",
                 "cycles, same socket",
                 "cycles, other socket",
-                "latency mean ns",
-                "latency p99 ns",
+                "latency mean",
+                "latency p99",
             ),
             rows=(
                 ("IPI", ("ipi",) * 6),

@@ -34,7 +34,7 @@ from app import charts, validation
 from app.db import session_scope
 from app.errors import InvalidInput, NotFound
 from engine import engine_version
-from engine.scenarios import SCENARIOS, Metric, Scenario, summary
+from engine.scenarios import SCENARIOS, Scenario, summary
 
 router = APIRouter()
 
@@ -209,44 +209,6 @@ def scenarios_page(request: Request) -> Any:
     return _render(request, "scenarios.html", {"scenarios": list_scenarios()})
 
 
-def _fmt(value: float | None, metric: Metric) -> str:
-    if value is None:
-        return "–"
-    if metric.unit == "ns" and abs(value) >= 1000:
-        return f"{value / 1000:,.2f} us"
-    if metric.digits:
-        return f"{value:,.{metric.digits}f}{' %' if metric.unit == '%' else ''}"
-    return f"{value:,.0f}"
-
-
-def key_table(scenario: Scenario, runs: Mapping[str, validation.RunRef]) -> dict[str, Any] | None:
-    """The scenario's key table with formatted values (blank cells for runs not done)."""
-    kt = scenario.key_table
-    if kt is None:
-        return None
-    rows = []
-    for label, cells in kt.rows:
-        values = []
-        for role, metric in zip(cells, kt.metric_by_col, strict=True):
-            ref = runs.get(role) if role else None
-            v = metric.read(ref.result) if ref is not None and ref.done and ref.result else None
-            values.append({"role": role, "value": v, "text": _fmt(v, metric), "run": ref.id if ref else None})
-        rows.append({"label": label, "cells": values})
-    return {"title": kt.title, "columns": list(kt.columns), "rows": rows, "note": kt.note}
-
-
-def metrics_table(scenario: Scenario, runs: Mapping[str, validation.RunRef]) -> list[dict[str, Any]]:
-    out = []
-    for m in scenario.metrics:
-        cells = []
-        for role in scenario.role_names():
-            ref = runs.get(role)
-            v = m.read(ref.result) if ref is not None and ref.done and ref.result else None
-            cells.append(_fmt(v, m))
-        out.append({"label": m.label, "unit": m.unit, "cells": cells})
-    return out
-
-
 def scenario_charts(scenario: Scenario, runs: Mapping[str, validation.RunRef]) -> dict[str, Any]:
     """The dashboard's compare charts for the scenario's finished runs (labelled by role name)."""
     pairs = [
@@ -301,8 +263,8 @@ def scenario_page(request: Request, name: str, ids: list[str] = Query(default=[]
             "runs": runs,
             "has_runs": bool(runs),
             "pending": pending,
-            "key_table": key_table(scenario, runs),
-            "metrics": metrics_table(scenario, runs),
+            "key_table": validation.key_table(scenario, runs),
+            "metrics": validation.metrics_table(scenario, runs),
             "checks": validation.check_rows(scenario, runs),
             "charts": scenario_charts(scenario, runs),
             "comparison_url": validation.compare_url(run_ids) if len(run_ids) >= 2 else None,
