@@ -27,7 +27,7 @@ import plotly
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
-from jinja2 import Undefined
+from jinja2 import Undefined, pass_context
 from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
 from starlette.middleware.gzip import GZipMiddleware
@@ -126,11 +126,20 @@ class PageTemplates(Jinja2Templates):
         return response
 
 
+@pass_context
+def url_path_for(context: Mapping[str, Any], name: str, /, **path_params: Any) -> str:
+    """Like Starlette's `url_for` in templates, but the path only (`/runs/abc`): links keep working
+    behind a proxy that rewrites the host, and shared HTML carries no internal host name."""
+    request: Request = context["request"]
+    return str(request.app.url_path_for(name, **path_params))
+
+
 def make_templates() -> PageTemplates:
     templates = PageTemplates(directory=str(TEMPLATES_DIR))
     env = templates.env
     env.autoescape = True
     env.globals.update(
+        url_for=url_path_for,
         static_url=static_url,
         plotly_js_url=lambda: f"/vendor/plotly-{plotly_js_version()}.min.js",
         state_color=charts.state_color,
@@ -882,7 +891,8 @@ def compare_page(request: Request, ids: list[str] = Query(default=[])) -> Any:  
     # The comparison carries figures, not whole results: the overlaid charts need each result.
     results = [_result(load_run(request, r["id"])) if r["status"] == "done" else None for r in runs]
     # Charts name runs by letter only ("C6 · B"): full titles would crowd the legends.
-    pairs = [(label.split(":")[0], res) for label, res in zip(labels, results, strict=True) if res is not None]
+    letters = [label.split(":")[0] for label in labels]
+    pairs = [(letter, res) for letter, res in zip(letters, results, strict=True) if res is not None]
     return render(
         request,
         "compare.html",
