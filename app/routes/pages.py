@@ -259,7 +259,8 @@ def _plain(obj: Any) -> Any:
 
 def load_run(request: Request, run_id: str) -> dict[str, Any]:
     """The run as `/api/runs/{id}` answers it; `NotFound` (a 404 page) for an unknown id."""
-    run = _plain(_call_view("load_run_view", request, run_id))
+    # The same base URL as the API passes, so /runs/{id}.json equals GET /api/runs/{id}.
+    run = _plain(_call_view("load_run_view", request, run_id, base_url=str(request.base_url).rstrip("/")))
     if not run:
         raise NotFound(f"run {run_id!r} not found")
     return run
