@@ -1,0 +1,781 @@
+"""simulate(): hand-checked runs, determinism, random streams, properties, theory and mechanisms.
+
+From exact to statistical (STYLE.md 15): a single CPU with one periodic timer whose every counter
+is worked out on paper; determinism; per-CPU streams; Hypothesis properties over small random
+configs; arrival counts against theory; and the IPI mechanisms' physics.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import SimConfig, SimResult, custom_platform, engine_version, load_platform, simulate
+from engine import kernel as K
+from engine.simulate import CHUNKS, SRC_IRQ, SRC_TIMERS, _poisson_times, _Prepared, _stream
+
+from .conftest import deep_update, exact_state, make_config, quiet
+
+US = 1_000
+MS = 1_000_000
+
+
+def run_with_internals(config: SimConfig) -> tuple[_Prepared, SimResult]:
+    """simulate(), keeping the kernel's arrays for checks the result does not expose."""
+    run = _Prepared(config)
+    for i in range(1, CHUNKS + 1):
+        run.step(run.t_end * i // CHUNKS)
+    return run, run.result()
+
+
+def state(result: SimResult, name: str) -> Any:
+    (s,) = [s for s in result.states if s.name == name]
+    return s
+
+
+# ------------------------------------------------------------------------------- hand-checkable
+
+# A custom skx-like table whose exit latencies are exact (median = worst case, so sigma = 0).
+HAND_TABLE = custom_platform(
+    "hand",
+    [
+        exact_state("C1", 2, 2, entry_ns=50),
+        exact_state("C1E", 10, 20, entry_ns=150),
+        exact_state("C6", 133, 600, 5500),
+    ],
+    based_on=load_platform("skx"),
+)
+# skx's cost model, which the hand table inherits (ns).
+ENTRY_HK = 600  # idle loop + governor before the state is entered
+EXIT_HK = 100  # cpuidle exit housekeeping before interrupts are enabled
+IRQ_ENTRY = 300
+SWITCH = 1000  # idle exit, schedule(), switch to the woken task
+DIRECT_SAVING = 133  # IRQ_ENABLE: what taking the interrupt straight out of MWAIT saves the task
+# The run's inputs.
+PERIOD = 1 * MS
+HANDLER = 500
+WORK = 20 * US
+T_END = 10 * MS
+SEED = 1
+
+
+def hand_config(
+    *, fixed_state: str = "C1", irq_enable: bool = False, period_us: float = 1000.0, **over: Any
+) -> SimConfig:
+    data: dict[str, Any] = {
+        "platform": "hand",
+        "platform_table": HAND_TABLE.model_dump(mode="json"),
+        "seed": SEED,
+        "duration_ms": T_END / MS,
+        "topology": {"sockets": 1, "cores_per_socket": 1},
+        "governor": {"name": "fixed", "fixed_state": fixed_state},
+        "states": {"irq_enable": {"C1": irq_enable}},
+        # HZ=100: the first tick would be at 10 ms, the end of the run, so no tick ever fires.
+        "wakeups": quiet(
+            tick={"hz": 100},
+            timers=[{"period_us": period_us, "handler_us": HANDLER / US, "work_us": WORK / US}],
+        ),
+        "output": {"timeline_cpus": 1, "timeline_ms": 5.0},
+    }
+    return SimConfig.model_validate(deep_update(data, over))
+
+
+def timer_phase(period_ns: int, seed: int = SEED, cpu: int = 0) -> int:
+    """The first expiry of CPU `cpu`'s only timer, as simulate() draws it."""
+    return int(_stream(seed, cpu, SRC_TIMERS).random(1)[0] * period_ns) or period_ns
+
+
+@pytest.mark.parametrize("irq_enable", [False, True], ids=["irqs-off", "IRQ_ENABLE"])
+def test_hand_checked_single_cpu_periodic_timer(irq_enable: bool) -> None:
+    """One CPU, `fixed` on C1 (exit latency exactly 2 us), one 1 ms timer, nothing else.
+
+    At t=0 the CPU enters idle: ENTRY_HK later (600 ns) C1 starts. The timer fires at phase phi,
+    then every 1 ms: 10 expiries in 10 ms (phi < 1 ms). Each wake-up:
+      x = 2000 (exit latency), e = 300, h = 100, handler 500, switch 1000, work 20 us.
+    Interrupts off:   IntrLatency = x + h + e = 2400;  WakeLatency = x = 2000;
+                      state returns at t + x; running from there until the next entry:
+                      h + e + handler + switch + work + ENTRY_HK = 22_500 ns.
+                      timer latency (expiry to the thread running) = x + h + e + handler + switch = 3900.
+    IRQ_ENABLE:       IntrLatency = x + e = 2300;  WakeLatency = x + e + handler = 2800 (the handler
+                      runs first, inside the state's residency); the state returns at t + 2800;
+                      then h, then the task after switch - DIRECT_SAVING: timer latency 3767;
+                      running until the next entry: h + (switch - saving) + work + ENTRY_HK = 21_567.
+    """
+    config = hand_config(irq_enable=irq_enable)
+    phi = timer_phase(PERIOD)
+    assert 25 * US < phi < PERIOD - 25 * US  # the seed's phase keeps every period inside the run
+    x = 2000
+    if irq_enable:
+        intr, wake, timer = (
+            x + IRQ_ENTRY,
+            x + IRQ_ENTRY + HANDLER,
+            x + IRQ_ENTRY + HANDLER + EXIT_HK + SWITCH - DIRECT_SAVING,
+        )
+        ret_after_event = x + IRQ_ENTRY + HANDLER
+        running = EXIT_HK + (SWITCH - DIRECT_SAVING) + WORK + ENTRY_HK
+    else:
+        intr, wake, timer = x + EXIT_HK + IRQ_ENTRY, x, x + EXIT_HK + IRQ_ENTRY + HANDLER + SWITCH
+        ret_after_event = x
+        running = EXIT_HK + IRQ_ENTRY + HANDLER + SWITCH + WORK + ENTRY_HK
+    expiries = [phi + k * PERIOD for k in range(10)]
+    assert expiries[-1] + ret_after_event + running < T_END
+
+    # Idle periods: [600, phi + ret), then [t_k + ret + running, t_{k+1} + ret) for k = 0..8, then
+    # one still open at the end: [t_9 + ret + running, T_END).
+    closed = [(ENTRY_HK, phi + ret_after_event)] + [
+        (t + ret_after_event + running, t + PERIOD + ret_after_event) for t in expiries[:-1]
+    ]
+    open_start = expiries[-1] + ret_after_event + running
+    time_ns = sum(b - a for a, b in closed)
+    resident = time_ns + (T_END - open_start)
+
+    r = simulate(config)
+    c1 = state(r, "C1")
+    assert c1.irq_enable is irq_enable
+    assert c1.usage == 10
+    assert c1.time_ns == time_ns
+    assert c1.residency == pytest.approx(resident / T_END, abs=1e-12)
+    assert r.busy_share == pytest.approx(1 - resident / T_END, abs=1e-12)
+    assert r.per_cpu_residency == [pytest.approx([0.0, resident / T_END, 0.0, 0.0, 1 - resident / T_END])]
+    # Every closed period minus C1's exit latency is longer than C1E's 20 us target residency:
+    # "below" (a deeper state would have been right) each time; never "above".
+    assert all(b - a - x >= 20 * US for a, b in closed)
+    assert (c1.above, c1.below, c1.rejected) == (0, 10, 0)
+    for other in ("POLL", "C1E", "C6"):
+        s = state(r, other)
+        assert (s.usage, s.time_ns, s.residency, s.above, s.below) == (0, 0, 0.0, 0, 0)
+    assert (c1.exit_latency_mean_ns, c1.wake_latency_mean_ns, c1.intr_latency_mean_ns) == (x, wake, intr)
+    for source, value in (("wake", wake), ("intr", intr), ("timer", timer)):
+        lat = r.latency[source]
+        assert lat.count == 10
+        assert lat.mean_ns == lat.p50_ns == lat.max_ns == value
+        assert sum(lat.histogram.counts) == 10
+    for source in ("irq", "ipi", "sched"):
+        assert r.latency[source].count == 0
+    assert r.wakeups == 10
+    # Events: the first idle entry, then per period one wake-up and one end of work.
+    assert r.events == 1 + 2 * 10
+    assert r.ipi.requested == r.ipi.ipis_sent == r.ipi.sched_requested == 0
+
+    # The timeline of the first 5 ms alternates C0 (-1) and C1, edge to edge.
+    segments: list[list[int]] = []
+    t = 0
+    for a, b in [*closed, (open_start, T_END)]:
+        segments += [[t, a, -1], [a, b, 1]]
+        t = b
+    expected = [[a, min(b, 5 * MS), s_idx] for a, b, s_idx in segments if a < 5 * MS]
+    (tl,) = r.timeline
+    assert tl.cpu == 0
+    assert tl.segments == expected
+
+
+def test_hand_checked_above_counts_only_with_shallower_states_enabled() -> None:
+    """`fixed` on C6 (exact 133 us exit) with a 500 us timer: every stay is shorter than 600 us.
+
+    Each idle period lasts 500 us - 22.5 us of running = 477.5 us (the first: phi + 133 us - 600 ns,
+    under 500 us), below C6's 600 us target residency: `above` every time, as long as a
+    shallower state is enabled; with POLL, C1 and C1E disabled cpuidle_enter_state() has no
+    shallower state to blame and counts nothing.
+    """
+    phi = timer_phase(500 * US)
+    n = len([t for t in range(phi, T_END, 500 * US)])
+    assert n == 20
+    r = simulate(hand_config(fixed_state="C6", period_us=500.0))
+    c6 = state(r, "C6")
+    assert (c6.usage, c6.above, c6.below) == (n, n, 0)
+    # IntrLatency = 133 us + h + e; the thread runs after the handler and the switch.
+    assert c6.intr_latency_mean_ns == 133_000 + EXIT_HK + IRQ_ENTRY
+    assert r.latency["timer"].mean_ns == 133_000 + EXIT_HK + IRQ_ENTRY + HANDLER + SWITCH
+
+    alone = simulate(
+        hand_config(fixed_state="C6", period_us=500.0, states={"disabled": ["POLL", "C1", "C1E"]})
+    )
+    c6 = state(alone, "C6")
+    assert (c6.usage, c6.above, c6.below) == (n, 0, 0)
+
+
+def test_exit_latency_drawn_around_the_published_median() -> None:
+    """icx C6: median 128 us (published), table 170 us = 99.99th percentile of the log-normal draw."""
+    config = make_config(
+        platform="icx",
+        duration_ms=100.0,
+        topology={"sockets": 1, "cores_per_socket": 8},
+        governor={"name": "fixed", "fixed_state": "C6"},
+        wakeups=quiet(timers=[{"period_us": 2000.0, "work_us": 5.0}]),
+    )
+    r = simulate(config)
+    c6 = state(r, "C6")
+    assert c6.usage >= 350  # 8 CPUs x 50 expiries, give or take the last
+    # C6 is entered with interrupts off: WakeLatency is exactly the drawn exit latency.
+    wake = r.latency["wake"]
+    assert wake.count == c6.usage
+    assert wake.p50_ns == pytest.approx(128_000, rel=0.03)
+    assert 128_000 < c6.exit_latency_mean_ns < 131_000  # mean = median * exp(sigma^2 / 2), sigma ~ 0.076
+    assert wake.max_ns < 1.05 * 170_000
+    assert wake.p99_ns < 170_000
+
+
+# ---------------------------------------------------------------------------------- determinism
+
+
+def test_same_config_gives_identical_bytes() -> None:
+    config = make_config(topology={"sockets": 2, "cores_per_socket": 2}, duration_ms=20.0)
+    a, b = simulate(config), simulate(config)
+    assert a.model_dump_json() == b.model_dump_json()
+    assert a.config_hash == config.config_hash()
+    assert a.engine_version == engine_version()
+    assert "numpy" in a.engine_version and "numba" in a.engine_version
+
+
+def test_other_seed_differs() -> None:
+    a = simulate(make_config(seed=1, duration_ms=20.0))
+    b = simulate(make_config(seed=2, duration_ms=20.0))
+    assert a.config_hash != b.config_hash
+    assert a.per_cpu_residency != b.per_cpu_residency
+    assert a.latency["wake"].mean_ns != b.latency["wake"].mean_ns
+
+
+def test_progress_callback() -> None:
+    seen: list[float] = []
+    simulate(make_config(duration_ms=2.0), progress=seen.append)
+    assert seen == sorted(seen)
+    assert seen[-1] == 1.0
+    assert all(0 < f <= 1 for f in seen)
+
+
+def test_run_with_internals_matches_simulate() -> None:
+    config = make_config(duration_ms=5.0)
+    assert run_with_internals(config)[1].model_dump_json() == simulate(config).model_dump_json()
+
+
+# ---------------------------------------------------------------------------------- CPU streams
+
+
+def test_arrival_streams_do_not_depend_on_cpu_count() -> None:
+    small = _Prepared(make_config(topology={"sockets": 1, "cores_per_socket": 2}))
+    large = _Prepared(make_config(topology={"sockets": 2, "cores_per_socket": 4}))
+    for c in range(2):
+        # Device interrupts, timer phases, call times and the kernel's own random stream.
+        assert np.array_equal(
+            small.irq_t[small.irq_off[c] : small.irq_off[c + 1]],
+            large.irq_t[large.irq_off[c] : large.irq_off[c + 1]],
+        )
+        assert np.array_equal(small.tm_next[:, c], large.tm_next[:, c])
+        assert np.array_equal(
+            small.snd_t[small.snd_off[c] : small.snd_off[c + 1]],
+            large.snd_t[large.snd_off[c] : large.snd_off[c + 1]],
+        )
+        assert small.rng[c] == large.rng[c]
+    # And they are CPU 0's stream as documented: SeedSequence(seed, spawn_key=(cpu, source)).
+    rate = small.config.wakeups.interrupts.rate_hz
+    own = _poisson_times(_stream(small.config.seed, 0, SRC_IRQ), rate, small.t_end)
+    assert np.array_equal(own, small.irq_t[small.irq_off[0] : small.irq_off[1]])
+
+
+def test_per_cpu_results_do_not_depend_on_cpu_count() -> None:
+    # With only per-CPU sources (tick, timers, device interrupts) CPUs never interact, so CPU 0
+    # and 1 behave the same whether there are 2 CPUs or 6.
+    wake = quiet(timers=[{"period_us": 700.0, "work_us": 15.0}], interrupts={"rate_hz": 3000.0})
+    two = simulate(
+        make_config(topology={"sockets": 1, "cores_per_socket": 2}, wakeups=wake, duration_ms=20.0)
+    )
+    six = simulate(
+        make_config(topology={"sockets": 2, "cores_per_socket": 3}, wakeups=wake, duration_ms=20.0)
+    )
+    assert two.per_cpu_residency == six.per_cpu_residency[:2]
+    assert [t.model_dump() for t in two.timeline] == [t.model_dump() for t in six.timeline[:2]]
+
+
+# ------------------------------------------------------------------------------------ properties
+
+
+@st.composite
+def small_configs(draw: st.DrawFn) -> SimConfig:
+    platform = draw(st.sampled_from(["skx", "icx", "wsm"]))
+    names = load_platform(platform).state_names()
+    disabled = draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names) - 1))
+    enabled = [n for n in names if n not in disabled]
+    governor = draw(st.sampled_from(["menu", "teo", "ladder", "oracle", "fixed"]))
+    period = st.floats(min_value=20.0, max_value=5000.0)
+    timers = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {"period_us": period, "work_us": st.floats(min_value=0.0, max_value=300.0)}
+            ),
+            max_size=2,
+        )
+    )
+    data = {
+        "platform": platform,
+        "seed": draw(st.integers(min_value=0, max_value=2**40)),
+        "duration_ms": draw(st.floats(min_value=1.0, max_value=12.0)),
+        "topology": {"sockets": draw(st.integers(1, 2)), "cores_per_socket": draw(st.integers(1, 4))},
+        "governor": {
+            "name": governor,
+            "fixed_state": draw(st.sampled_from(enabled)) if governor == "fixed" else None,
+        },
+        "states": {
+            "disabled": disabled,
+            "irq_enable": {"C1": draw(st.booleans())},
+            "latency_limit_us": draw(st.sampled_from([None, None, 0.0, 1.5, 5.0, 50.0, 500.0])),
+        },
+        "wakeups": {
+            "tick": {"hz": draw(st.sampled_from([100, 250, 1000])), "nohz": draw(st.booleans())},
+            "timers": timers,
+            "interrupts": {
+                "rate_hz": draw(st.sampled_from([0.0, 500.0, 5000.0, 30000.0])),
+                "work_distribution": draw(st.sampled_from(["exponential", "fixed"])),
+            },
+            "ipis": {
+                "rate_hz": draw(st.sampled_from([0.0, 200.0, 3000.0, 20000.0])),
+                "same_socket_share": draw(st.floats(0.0, 1.0)),
+            },
+            "sched_wakeups": {
+                "rate_hz": draw(st.sampled_from([0.0, 300.0, 5000.0])),
+                "work_distribution": draw(st.sampled_from(["exponential", "fixed"])),
+            },
+        },
+        "ipi_wakeup": {
+            "mechanism": draw(st.sampled_from(["ipi", "mwait_rfc", "tif_polling"])),
+            "read_before_cmpxchg": draw(st.booleans()),
+            "irqs_off_across_wake": draw(st.booleans()),
+        },
+    }
+    return SimConfig.model_validate(data)
+
+
+PROPERTY_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+    database=None,
+)
+
+
+@PROPERTY_SETTINGS
+@given(small_configs())
+def test_properties(config: SimConfig) -> None:
+    run, r = run_with_internals(config)
+    n, t_end = r.cpus, r.duration_ns
+    # Shares: states plus busy make the whole simulated time, overall and per CPU.
+    assert sum(s.residency for s in r.states) + r.busy_share == pytest.approx(1.0, abs=1e-9)
+    assert all(0.0 <= s.residency <= 1.0 for s in r.states)
+    assert -1e-9 <= r.busy_share <= 1.0
+    assert len(r.per_cpu_residency) == n
+    for row in r.per_cpu_residency:
+        assert len(row) == len(r.per_cpu_state_names)
+        assert sum(row) == pytest.approx(1.0, abs=1e-9)
+        assert all(-1e-9 <= v <= 1.0 + 1e-9 for v in row)
+    # cpuidle_enter_state() counters.
+    for s in r.states:
+        assert s.usage >= 0 and s.time_ns >= 0
+        assert s.above + s.below <= s.usage
+        if s.index > 0:
+            assert s.rejected == 0  # only POLL refuses entry
+    # time_ns counts whole periods whose wake event came before the end, exit latency included,
+    # so it may pass the end by one wake path per CPU.
+    assert sum(s.time_ns for s in r.states) <= n * (t_end + 1 * MS)
+    # Every latency sample, not only the summaries, is non-negative.
+    for j, name in enumerate(("wake", "intr", "timer", "irq", "ipi", "sched")):
+        samples = run.lat_buf[run.lat_off[j] : run.lat_off[j] + run.lat_cnt[j]]
+        assert (samples >= 0).all(), name
+        assert r.latency[name].count == len(samples)
+        assert sum(r.latency[name].histogram.counts) == len(samples)
+    assert (
+        r.latency["intr"].count <= r.latency["wake"].count + r.latency["irq"].count + r.latency["timer"].count
+    )
+    # Wake-up sends: each request is coalesced, woken by IPI, or woken without one.
+    ipi = r.ipi
+    assert ipi.requested + ipi.sched_requested == (
+        ipi.ipis_sent + ipi.ipis_avoided + ipi.sched_ipis_sent + ipi.sched_ipis_avoided + ipi.coalesced
+    )
+    assert ipi.same_socket.ipis_sent + ipi.other_socket.ipis_sent == ipi.ipis_sent
+    assert ipi.line_transfers_sender + ipi.line_transfers_target == (
+        ipi.line_transfers_same_socket + ipi.line_transfers_other_socket
+    )
+    assert ipi.deferred <= ipi.requested and ipi.ipis_sent <= ipi.requested
+    if config.ipi_wakeup.mechanism == "ipi":
+        assert ipi.ipis_avoided == ipi.sched_ipis_avoided == 0
+    if config.ipi_wakeup.mechanism != "mwait_rfc" or config.ipi_wakeup.irqs_off_across_wake:
+        assert ipi.stuck_wakeups == 0
+    # Wake-ups: each is one idle period's end (POLL time-outs end periods without a wake-up).
+    assert r.latency["wake"].count == r.wakeups <= sum(s.usage for s in r.states)
+    assert r.wakeups <= r.events
+    # An interrupt reaches its handler no sooner than the interrupt entry cost after it fires.
+    irq_entry = config.resolve_platform().costs.irq_entry_ns.value
+    intr = run.lat_buf[run.lat_off[1] : run.lat_off[1] + run.lat_cnt[1]]
+    assert (intr >= int(irq_entry)).all()
+    assert ipi.csd_wait_ns >= 0
+    # Energy adds up.
+    assert r.energy.joules == pytest.approx(sum(r.energy.per_state_joules.values()) + r.energy.busy_joules)
+    assert r.energy.joules >= 0
+    # Disabled states are never entered. Exceptions the kernel shares: ladder starts at first_idx
+    # without checking it; menu and teo return state 0 for latency_req 0, and teo clamps to state
+    # 0 when no enabled state meets the limit. (fixed falls back towards state 0 too.)
+    limit = config.states.latency_limit_us
+    first_enabled = next(s for s in r.states if not s.disabled)
+    if config.governor.name in ("menu", "teo", "oracle") and (
+        limit is None or limit >= first_enabled.exit_latency_us
+    ):
+        for s in r.states:
+            if s.disabled:
+                assert s.usage == 0, s.name
+    # PM QoS: with POLL available, no state over the limit is entered (ladder starts at C1 anyway).
+    if limit is not None and "POLL" not in config.states.disabled and config.governor.name != "ladder":
+        for s in r.states:
+            if s.exit_latency_us > limit:
+                assert s.usage == 0, (s.name, limit)
+    # Timeline: contiguous segments from 0 to the timeline's end, valid states.
+    end = min(int(config.output.timeline_ms * MS), t_end)
+    for tl in r.timeline:
+        t = 0
+        for a, b, s_idx in tl.segments:
+            assert a == t and b > a
+            assert -1 <= s_idx < len(r.states)
+            t = b
+        assert t == end
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "SimResult.wakeups is described as 'idle periods ended by an event or a POLL time-out', but "
+        "kernel.run_until() increments K_WAKEUPS only when kind != EV_POLL_TIMEOUT, so POLL time-outs "
+        "are in POLL's usage but not in wakeups (fixed POLL, 2 CPUs, 20 ms: usage 1935, wakeups 29). "
+        "Either count them or change the field's description."
+    ),
+)
+def test_wakeups_include_poll_timeouts() -> None:
+    r = simulate(make_config(duration_ms=20.0, governor={"name": "fixed", "fixed_state": "POLL"}))
+    assert state(r, "POLL").usage > 100  # the POLL time limit (20 us here) ends most stays
+    assert r.wakeups == sum(s.usage for s in r.states)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "IpiStats.same_socket/other_socket (LocalityCost: 'no-wait calls') count coalesced scheduler "
+        "wake-ups: kernel._call() returns _account_call() for every coalesced call before looking at "
+        "`kind`, while a non-coalesced ttwu (kind 1) returns early without it. With sched wake-ups "
+        "only (4 CPUs, 20 kHz, 50 ms): requested 0 but same_socket.calls 912 (= coalesced)."
+    ),
+)
+def test_locality_stats_count_only_no_wait_calls() -> None:
+    r = simulate(
+        make_config(
+            duration_ms=50.0,
+            topology={"sockets": 1, "cores_per_socket": 4},
+            wakeups={"ipis": {"rate_hz": 0.0}, "sched_wakeups": {"rate_hz": 20000.0}},
+        )
+    )
+    assert r.ipi.sched_requested > 0 and r.ipi.coalesced > 0
+    assert r.ipi.requested == 0
+    assert r.ipi.same_socket.calls + r.ipi.other_socket.calls == r.ipi.requested
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "csd_lock() waits of one sender overlap and are counted twice: a send is processed at its "
+        "request time while the sender may still be waiting in csd_lock() for its previous call "
+        "(the wait taken inside kernel._call() when C_CSD_FREE_AT > t does not move "
+        "C_SEND_NOT_BEFORE), so the next call spins from a time already spent waiting. One sender "
+        "calling one C6 target at 100 kHz for 20 ms reports csd_wait_ns = 25.1 ms > 20 ms, and "
+        "2000 calls are made although each waits ~150-200 us."
+    ),
+)
+def test_one_sender_cannot_wait_longer_than_the_run() -> None:
+    config = make_config(
+        platform="wsm",
+        duration_ms=20.0,
+        governor={"name": "fixed", "fixed_state": "C6"},
+        ipi_wakeup={"mechanism": "ipi"},
+        wakeups=quiet(
+            # CPU 0 always has work (200 us every 100 us), so it can always send.
+            timers=[{"period_us": 100.0, "work_us": 200.0, "cpus": [0]}],
+            ipis={"rate_hz": 100_000.0, "senders": [0], "targets": [1]},
+        ),
+    )
+    r = simulate(config)
+    assert r.ipi.requested > 50
+    assert r.ipi.csd_wait_ns <= r.duration_ns
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "A call can run on its target before it is queued (negative 'ipi' latency): when "
+        "kernel._call() waits in csd_lock() it moves the call's time t forward to C_CSD_FREE_AT and "
+        "queues it with q_t = that future time, but it runs at the sender's event time, so a target "
+        "event processed next, at a time between the two, drains the queue and samples "
+        "tt - q_t < 0. skx, 1x2 CPUs, seed 0, 6 ms, menu, two 20 us timers, ipis 20 kHz, mechanism "
+        "ipi: a call made at 5_773_558 ns waits until 5_776_543 ns, the target drains at "
+        "5_775_843 ns, ipi latency sample -700 ns."
+    ),
+)
+def test_calls_never_run_before_they_are_made() -> None:
+    config = SimConfig.model_validate(
+        {
+            "platform": "skx",
+            "seed": 0,
+            "duration_ms": 6.0,
+            "topology": {"sockets": 1, "cores_per_socket": 2},
+            "states": {"irq_enable": {"C1": False}},
+            "ipi_wakeup": {"mechanism": "ipi"},
+            "wakeups": quiet(
+                tick={"hz": 100, "nohz": False},
+                timers=[{"period_us": 20.0, "work_us": 0.0}, {"period_us": 20.0, "work_us": 0.0}],
+                ipis={"rate_hz": 20000.0, "same_socket_share": 0.0},
+            ),
+        }
+    )
+    run, r = run_with_internals(config)
+    j = 4  # LATENCY_SOURCES.index("ipi")
+    samples = run.lat_buf[run.lat_off[j] : run.lat_off[j] + run.lat_cnt[j]]
+    assert len(samples) > 100
+    assert samples.min() >= 0
+
+
+# --------------------------------------------------------------------------------------- theory
+
+
+def test_poisson_interrupt_count() -> None:
+    # Device interrupts are Poisson per CPU: count ~ rate * T * cpus, sd = sqrt(mean).
+    rate, cpus, t_ms = 4000.0, 8, 100.0
+    config = make_config(
+        duration_ms=t_ms,
+        topology={"sockets": 2, "cores_per_socket": 4},
+        wakeups=quiet(interrupts={"rate_hz": rate}),
+    )
+    run, r = run_with_internals(config)
+    mean = rate * t_ms / 1000 * cpus
+    assert abs(r.latency["irq"].count - mean) < 5 * math.sqrt(mean)
+    # Every arrival before the end is handled exactly once.
+    assert r.latency["irq"].count == len(run.irq_t)
+    assert (run.cs[:, K.C_IRQ_PTR] == run.irq_off[1:]).all()
+
+
+@pytest.mark.slow
+def test_poisson_interrupt_count_long() -> None:
+    rate, cpus, t_ms = 2000.0, 16, 1000.0
+    config = make_config(
+        duration_ms=t_ms,
+        topology={"sockets": 2, "cores_per_socket": 8},
+        wakeups=quiet(interrupts={"rate_hz": rate}),
+    )
+    r = simulate(config)
+    mean = rate * t_ms / 1000 * cpus
+    assert abs(r.latency["irq"].count - mean) < 5 * math.sqrt(mean)
+
+
+@pytest.mark.parametrize("work_us", [2.0, 95.0], ids=["idle", "busy"])
+def test_periodic_timer_wake_count(work_us: float) -> None:
+    # One 100 us timer per CPU, nothing else but the tick: duration / period expiries per CPU,
+    # within one (the phase), whether the CPU sleeps between them or is still running.
+    period_us, t_ms, cpus = 100.0, 20.0, 4
+    config = make_config(
+        duration_ms=t_ms,
+        topology={"sockets": 1, "cores_per_socket": cpus},
+        wakeups=quiet(timers=[{"period_us": period_us, "work_us": work_us}]),
+    )
+    first = _Prepared(config).tm_next[0].copy()
+    run, r = run_with_internals(config)
+    period = int(period_us * US)
+    per_cpu = (run.tm_next[0] - first) // period
+    assert (abs(per_cpu - t_ms * MS / period) <= 1).all()
+    # Every expiry before the end was handled: the next one is at or after the end.
+    assert (run.tm_next[0] >= r.duration_ns).all() and (run.tm_next[0] < r.duration_ns + period).all()
+    assert r.latency["timer"].count == per_cpu.sum()
+
+
+# ----------------------------------------------------------------------------------- mechanisms
+
+
+def _busy_targets(mechanism: str, *, read_first: bool = False, platform: str = "wsm") -> SimResult:
+    """Every CPU busy 95 us of each 100 us; calls at 2 kHz per CPU, half to the other socket."""
+    return simulate(
+        make_config(
+            platform=platform,
+            duration_ms=50.0,
+            topology={"sockets": 2, "cores_per_socket": 4},
+            ipi_wakeup={"mechanism": mechanism, "read_before_cmpxchg": read_first},
+            wakeups=quiet(
+                timers=[{"period_us": 100.0, "work_us": 95.0}],
+                ipis={"rate_hz": 2000.0, "same_socket_share": 0.5},
+            ),
+        )
+    )
+
+
+def test_mwait_rfc_costs_senders_more_when_targets_run() -> None:
+    # A running target: the RFC's cmpxchg pulls the idle word's line exclusive, finds RUNNING,
+    # and the sender sends the IPI anyway: the line transfer is pure extra cost.
+    ipi = _busy_targets("ipi")
+    rfc = _busy_targets("mwait_rfc")
+    assert ipi.busy_share > 0.9
+    for loc in ("same_socket", "other_socket"):
+        a, b = getattr(ipi.ipi, loc), getattr(rfc.ipi, loc)
+        assert a.busy_target_calls > 50
+        assert b.busy_target_mean_cycles > a.busy_target_mean_cycles
+        assert b.mean_cycles > a.mean_cycles
+    assert rfc.ipi.ipis_sent >= 0.9 * rfc.ipi.requested  # mostly running targets: IPIs anyway
+    # A plain read first never costs the sender more than the locked cmpxchg alone.
+    read_first = _busy_targets("mwait_rfc", read_first=True)
+    assert read_first.ipi.same_socket.mean_cycles <= rfc.ipi.same_socket.mean_cycles
+
+
+def _idle_targets(
+    mechanism: str, *, rate_hz: float = 1000.0, share: float = 0.5, duration_ms: float = 50.0
+) -> SimResult:
+    """CPUs 0 and 4 run (and send); the other six only wake for the calls they receive."""
+    return simulate(
+        make_config(
+            platform="wsm",
+            duration_ms=duration_ms,
+            topology={"sockets": 2, "cores_per_socket": 4},
+            ipi_wakeup={"mechanism": mechanism},
+            wakeups=quiet(
+                timers=[{"period_us": 100.0, "work_us": 95.0, "cpus": [0, 4]}],
+                ipis={
+                    "rate_hz": rate_hz,
+                    "senders": [0, 4],
+                    "targets": [1, 2, 3, 5, 6, 7],
+                    "same_socket_share": share,
+                },
+            ),
+        )
+    )
+
+
+@pytest.mark.parametrize("mechanism", ["tif_polling", "mwait_rfc"])
+def test_ipi_less_mechanisms_avoid_ipis_to_idle_targets(mechanism: str) -> None:
+    r = _idle_targets(mechanism)
+    assert r.ipi.requested > 50
+    assert r.ipi.ipis_avoided > 0
+    assert r.ipi.ipis_sent <= 0.2 * r.ipi.requested
+    baseline = _idle_targets("ipi")
+    assert baseline.ipi.ipis_avoided == 0
+    assert baseline.ipi.ipis_sent == baseline.ipi.requested - baseline.ipi.coalesced
+
+
+def _one_sender(mechanism: str, share: float, platform: str = "wsm") -> SimResult:
+    """CPU 0 runs and calls the seven idle others at 100 Hz: rare enough that no csd_lock() wait adds in."""
+    return simulate(
+        make_config(
+            platform=platform,
+            duration_ms=200.0,
+            topology={"sockets": 2, "cores_per_socket": 4},
+            ipi_wakeup={"mechanism": mechanism},
+            wakeups=quiet(
+                timers=[{"period_us": 100.0, "work_us": 95.0, "cpus": [0]}],
+                ipis={
+                    "rate_hz": 100.0,
+                    "senders": [0],
+                    "targets": [1, 2, 3, 4, 5, 6, 7],
+                    "same_socket_share": share,
+                },
+            ),
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "same_cycles", "other_cycles"),
+    [("ipi", 1600, 2000), ("mwait_rfc", 1200, 1800)],
+)
+def test_wsm_idle_target_cost_is_calibrated_on_the_rfc(
+    mechanism: str, same_cycles: int, other_cycles: int
+) -> None:
+    # Calibration, not validation (DESIGN.md): Westmere's fixed parts were fitted so that a call to
+    # an idle target costs the sender ~1600 (IPI) / ~1200 (RFC) cycles on the same socket and
+    # ~2000 / ~1800 across sockets.
+    for share, loc, target in ((1.0, "same_socket", same_cycles), (0.0, "other_socket", other_cycles)):
+        r = _one_sender(mechanism, share)
+        cost = getattr(r.ipi, loc)
+        assert r.ipi.csd_wait_ns == 0
+        assert cost.idle_target_calls == cost.calls >= 10
+        assert cost.idle_target_mean_cycles == pytest.approx(target, rel=0.05)
+
+
+@pytest.mark.parametrize("platform", ["wsm", "skx", "icx"])
+def test_other_socket_costs_more(platform: str) -> None:
+    # Running targets, half the calls across sockets.
+    r = _busy_targets("ipi", platform=platform)
+    same, other = r.ipi.same_socket, r.ipi.other_socket
+    assert same.calls > 50 and other.calls > 50
+    assert other.mean_cycles > same.mean_cycles
+    assert r.ipi.line_transfers_other_socket > 0
+
+
+@pytest.mark.parametrize("platform", ["wsm", "skx", "icx"])
+@pytest.mark.parametrize("mechanism", ["ipi", "mwait_rfc", "tif_polling"])
+def test_topology_moves_the_sender_cycles(platform: str, mechanism: str) -> None:
+    # The same calls to idle targets, all on the sender's socket, then all across: the cost moves
+    # to other_socket and rises with the interconnect's line latency.
+    same = _one_sender(mechanism, 1.0, platform)
+    other = _one_sender(mechanism, 0.0, platform)
+    assert same.ipi.csd_wait_ns == other.ipi.csd_wait_ns == 0
+    assert same.ipi.other_socket.calls == 0 and same.ipi.same_socket.calls > 10
+    assert other.ipi.same_socket.calls == 0 and other.ipi.other_socket.calls > 10
+    assert same.ipi.line_transfers_other_socket == 0 and other.ipi.line_transfers_same_socket == 0
+    assert other.ipi.other_socket.mean_cycles > same.ipi.same_socket.mean_cycles
+
+
+def test_one_socket_never_crosses_the_interconnect() -> None:
+    one = simulate(
+        make_config(platform="wsm", topology={"sockets": 1, "cores_per_socket": 4}, duration_ms=20.0)
+    )
+    assert one.ipi.requested > 0
+    assert one.ipi.other_socket.calls == 0 and one.ipi.line_transfers_other_socket == 0
+
+
+def _icx_c1_only(irq_enable: bool) -> SimResult:
+    """The patch's setup: icx, only C1 enabled (POLL off), a cyclictest-like timer and device IRQs."""
+    return simulate(
+        make_config(
+            platform="icx",
+            duration_ms=100.0,
+            governor={"name": "fixed", "fixed_state": "C1"},
+            states={"disabled": ["POLL", "C1E", "C6"], "irq_enable": {"C1": irq_enable}},
+            wakeups=quiet(timers=[{"period_us": 500.0, "work_us": 5.0}], interrupts={"rate_hz": 500.0}),
+        )
+    )
+
+
+def test_irq_enable_on_icx_c1() -> None:
+    off, on = _icx_c1_only(False), _icx_c1_only(True)
+    c1_off, c1_on = state(off, "C1"), state(on, "C1")
+    assert c1_off.irq_enable is False and c1_on.irq_enable is True
+    assert c1_off.usage == c1_on.usage > 300
+    # c227233ad64c: average C1 interrupt latency 5-10% lower (the exit housekeeping no longer
+    # sits between MWAIT and the handler). This follows from the costs; it is not fitted.
+    ratio = c1_on.intr_latency_mean_ns / c1_off.intr_latency_mean_ns
+    assert 0.90 <= ratio <= 0.95
+    # The handler now runs inside the state: C1's residency grows, busy time shrinks.
+    assert c1_on.residency > c1_off.residency
+    assert on.busy_share < off.busy_share
+    # With IRQ_ENABLE the handler runs before idle returns, so IntrLatency < WakeLatency.
+    assert c1_on.intr_latency_mean_ns < c1_on.wake_latency_mean_ns
+    assert c1_off.wake_latency_mean_ns < c1_off.intr_latency_mean_ns
+    # cyclictest: the calibrated direct-saving term gives about the patch's -5.1% on icx.
+    timer_ratio = on.latency["timer"].mean_ns / off.latency["timer"].mean_ns
+    assert 0.92 <= timer_ratio <= 0.98
+
+
+# ------------------------------------------------------------------------------------------ limits
+
+
+def test_limits_enforced_before_work_starts() -> None:
+    # The size limit is a validation error: no SimConfig, so simulate() never starts.
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="events expected"):
+        make_config(duration_ms=60_000.0, topology={"sockets": 8, "cores_per_socket": 64})
+    with pytest.raises(ValidationError, match="over the limit of 512"):
+        make_config(topology={"sockets": 8, "cores_per_socket": 65})
