@@ -550,6 +550,10 @@ def select_state(
     idx = fixed_idx
     while idx > 0 and (not enabled[idx] or exit_ns[idx] > latency_req):
         idx -= 1
+    if not enabled[idx]:
+        # Nothing enabled meets the limit: the first enabled state, as menu does.
+        while not enabled[idx]:
+            idx += 1
     return idx, not (idx == 0 and is_poll0) and sleep_length > delta_tick
 
 

@@ -452,11 +452,6 @@ def _call(
     cyc = fp[P_SETUP_CYC]
     wait_cyc = spun_cyc
     if kind == 0:
-        free = cs[src, C_CSD_FREE_AT]
-        if free > t:
-            wait_cyc += (free - t) * ghz
-            ctr[K_CSD_WAIT] += free - t
-            t = free
         owner = cs[src, C_CSD_OWNER]
         if owner != src:
             # csd_lock_wait() reads the flags the target wrote; csd_lock() then takes the line.
@@ -483,6 +478,8 @@ def _call(
     waiting = target_idle and t >= cs[dst, C_MWAIT_AT]
     if not was_empty:
         ctr[K_COALESCED] += 1
+        if kind == 1:
+            return cyc
         return _account_call(ctr, fsum, loc, cyc + wait_cyc, target_idle)
 
     mech = ip[I_MECH]
@@ -783,9 +780,15 @@ def run_until(
             cs[c, C_SIGNAL_AT] = INF
         elif kind == EV_SEND:
             p = cs[c, C_SEND_PTR]
-            if cs[c, C_CSD_FREE_AT] == INF:
+            free = cs[c, C_CSD_FREE_AT]
+            if free == INF:
                 # csd_lock(): our previous call has not run yet; spin until it has.
                 cs[c, C_SPIN_FROM] = t
+            elif free > t:
+                # It has run by `free`: spin until then, then make the call.
+                cs[c, C_BUSY_UNTIL] = busy + (free - t)
+                cs[c, C_SEND_NOT_BEFORE] = free
+                cs[c, C_SPUN_NS] += free - t
             else:
                 if snd_t[p] < cs[c, C_FREE_AT] and snd_t[p] < t:
                     ctr[K_DEFERRED] += 1
@@ -832,7 +835,7 @@ def _release_spinners(
             spun = max(cs[src, C_CSD_FREE_AT] - cs[src, C_SPIN_FROM], 0)
             cs[src, C_BUSY_UNTIL] = max(cs[src, C_BUSY_UNTIL], cs[src, C_SPIN_FROM]) + spun
             cs[src, C_SEND_NOT_BEFORE] = cs[src, C_CSD_FREE_AT]
-            cs[src, C_SPUN_NS] = spun
+            cs[src, C_SPUN_NS] += spun
             cs[src, C_SPIN_FROM] = INF
             _schedule(cs, heap, src, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
 

@@ -122,7 +122,7 @@ class SimResult(_Model):
     sockets: int
     duration_ns: int
     events: int
-    wakeups: int = Field(description="Wake-ups from idle (idle periods ended by an event or a POLL time-out).")
+    wakeups: int = Field(description="Wake-ups from idle: idle periods ended by an event (POLL time-outs are not).")
     states: list[StateStats]
     busy_share: float
     per_cpu_state_names: list[str]

@@ -690,16 +690,6 @@ def test_select_state_dispatches_to_menu_and_teo(skx: Table) -> None:
     assert select(GOV_TEO, g3, skx, sleep_length=300 * US) == teo(g4, skx, sleep_length=300 * US)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "The fixed governor can pick a disabled state: select_state(GOV_FIXED) walks down with "
-        "`while idx > 0 and (not enabled[idx] or exit_ns[idx] > latency_req)` and stops at state 0 "
-        "without checking enabled[0]. With POLL disabled and a PM QoS limit (1 us) below C1's exit "
-        "latency it returns the disabled POLL (a 20 ms skx run enters it 1935 times), where menu "
-        "and the kernel's governors keep the first enabled state (C1) when nothing meets the limit."
-    ),
-)
 def test_fixed_never_picks_a_disabled_state(skx: Table) -> None:
     idx, _ = select(GOV_FIXED, fresh(), skx, fixed_idx=C1, latency_req=1 * US, enabled=skx.without("POLL"))
     assert idx == C1
