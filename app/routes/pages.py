@@ -707,6 +707,23 @@ SORT_LABELS = {
 }
 
 
+# Columns the runs table always shows; sorting by another adds it as a column.
+SHOWN_COLUMNS = {
+    "created_at",
+    "title",
+    "status",
+    "platform",
+    "governor",
+    "mechanism",
+    "cpus",
+    "duration_ms",
+    "wake_latency_mean_ns",
+    "intr_latency_p99_ns",
+    "ipis_sent",
+    "ipis_avoided",
+}
+
+
 def run_sorts() -> list[tuple[str, str]]:
     """Every column the store can sort by (app.models.SORTABLE_COLUMNS), with a readable label."""
     try:
@@ -759,6 +776,7 @@ def runs_page(
             "sort": sort,
             "order": order,
             "sorts": run_sorts(),
+            "extra": None if sort in SHOWN_COLUMNS else (sort, dict(run_sorts()).get(sort, sort)),
             "platforms": [_table(p)["name"] for p in _platforms(request)],
             "governors": list(get_args(GovernorName)),
             "mechanisms": list(get_args(Mechanism)),

@@ -277,7 +277,6 @@ form.addEventListener("submit", async (event) => {
     const data = await response.json().catch(() => ({ detail: `HTTP ${response.status}` }));
     if (response.ok && data.id) {
       const runUrl = form.dataset.runUrl.replace("__ID__", encodeURIComponent(data.id));
-      sessionStorage.setItem(`idlelab-delete-token-${data.id}`, data.delete_token || "");
       window.location.assign(runUrl);
       return;
     }
