@@ -29,7 +29,7 @@ from engine.result import (
     Timeline,
 )
 
-ENGINE_VERSION = "0.1.0"
+ENGINE_VERSION = "0.2.0"
 
 # Random streams: SeedSequence(seed, spawn_key=(cpu, source)); a CPU's streams do not depend on
 # how many CPUs there are.
