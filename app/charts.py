@@ -521,15 +521,29 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
     )
 
 
+TIMELINE_MAX_SEGMENTS = 5000
+
+
 def timeline_figure(result: Result) -> Figure:
-    """Which state each of the first few CPUs was in, over the first milliseconds (us)."""
+    """Which state each of the first few CPUs was in, over the first milliseconds (us).
+
+    At most `TIMELINE_MAX_SEGMENTS` bars are drawn (a busy 16-CPU, 100 ms timeline could hold
+    hundreds of thousands, and the run page must stay small): past that, the window is cut
+    short and the title says where.
+    """
     names = _state_names(result)
     by_state: dict[int, tuple[list[str], list[float], list[float], list[list[float]]]] = {}
     cpus = []
+    starts = sorted(seg[0] for tl in result["timeline"] for seg in tl["segments"])
+    cutoff = starts[TIMELINE_MAX_SEGMENTS] if len(starts) > TIMELINE_MAX_SEGMENTS else None
     for tl in result["timeline"]:
         cpu = f"CPU {tl['cpu']}"
         cpus.append(cpu)
         for start, end, state in tl["segments"]:
+            if cutoff is not None:
+                if start >= cutoff:
+                    break
+                end = min(end, cutoff)
             ys, base, length, custom = by_state.setdefault(state, ([], [], [], []))
             ys.append(cpu)
             base.append(start / 1000)
@@ -556,7 +570,9 @@ def timeline_figure(result: Result) -> Figure:
         )
     return _figure(
         traces,
-        "State timeline (first milliseconds)",
+        "State timeline (first milliseconds)"
+        if cutoff is None
+        else f"State timeline (first {cutoff / 1000:,.0f} us: at most {TIMELINE_MAX_SEGMENTS:,} segments)",
         barmode="overlay",
         bargap=0.25,
         height=max(220, 110 + 45 * len(cpus)),

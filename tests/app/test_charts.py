@@ -262,3 +262,14 @@ def test_result_csv(result: dict[str, Any]) -> None:
     assert lines[0] == "section,name,metric,value,unit"
     assert any(line.startswith("state,C6,usage,") for line in lines)
     assert any(line.startswith("latency,wake,p99_ns,") for line in lines)
+
+
+def test_timeline_is_capped(result: dict[str, Any]) -> None:
+    """A busy timeline is cut short rather than bloating the page."""
+    many = dict(result)
+    n = charts.TIMELINE_MAX_SEGMENTS + 1000
+    many["timeline"] = [{"cpu": 0, "segments": [[i * 10, i * 10 + 10, 1 if i % 2 else -1] for i in range(n)]}]
+    fig = charts.timeline_figure(many)
+    assert sum(len(t["x"]) for t in fig["data"]) == charts.TIMELINE_MAX_SEGMENTS
+    assert "at most" in fig["layout"]["title"]["text"]
+    assert len(orjson.dumps(fig)) < 400_000
