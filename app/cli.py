@@ -67,7 +67,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"idlelab: serving on {settings.base_url()}/  (database {_redact(settings.database_url)})", flush=True
     )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_keep_alive=30,
+    )
     return 0
 
 

@@ -58,12 +58,13 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: a session for one request, committed when the handler returns."""
+    """FastAPI dependency: a session for one request, committed when the handler returns and
+    before the response is sent (`scope="function"`), so a client never outruns a write."""
     with session_scope(request.app.state.sessionmaker) as session:
         yield session
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 def alembic_config(url: str | None = None) -> Any:

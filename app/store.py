@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, func, select, update
+from sqlalchemy import Row, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.models import SORTABLE_COLUMNS, CustomPlatform, Run, utcnow
@@ -186,10 +186,15 @@ def get_run(session: Session, run_id: str) -> Run | None:
     return session.get(Run, run_id)
 
 
+# Built once: the hot read's statement costs nothing to construct and hits the compiled cache.
+_RUN_ROW_STMT = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).where(
+    Run.id == bindparam("run_id")
+)
+
+
 def get_run_row(session: Session, run_id: str) -> Row[Any] | None:
     """The hot read: summary columns plus the stored config and result text, no ORM objects."""
-    stmt = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).where(Run.id == run_id)
-    return session.execute(stmt).first()
+    return session.connection().execute(_RUN_ROW_STMT, {"run_id": run_id}).first()
 
 
 def get_run_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:

@@ -139,9 +139,8 @@ async def create_run(
 
 
 @router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
-def list_runs(
+async def list_runs(
     request: Request,
-    session: SessionDep,
     platform: str | None = None,
     governor: str | None = None,
     mechanism: str | None = None,
@@ -154,26 +153,34 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Response:
-    """Listed runs (unlisted ones excluded), filtered, sorted and paginated."""
-    view = views.list_runs_view(
-        session,
-        platform=platform,
-        governor=governor,
-        mechanism=mechanism,
-        status=status,
-        q=q,
-        sort=sort,
-        order=order,
-        limit=limit,
-        offset=offset,
-        base_url=_base_url(request),
-    )
+    """Listed runs (unlisted ones excluded), filtered, sorted and paginated.
+
+    Indexed reads of summary columns only (never config or result), run on the event loop.
+    """
+    with session_scope(request.app.state.sessionmaker) as session:
+        view = views.list_runs_view(
+            session,
+            platform=platform,
+            governor=governor,
+            mechanism=mechanism,
+            status=status,
+            q=q,
+            sort=sort,
+            order=order,
+            limit=limit,
+            offset=offset,
+            base_url=_base_url(request),
+        )
     return _json(view.to_json())
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
-def get_run(run_id: str, request: Request) -> Response:
-    """A run with its config and, once done, its result (stored bytes, not rebuilt)."""
+async def get_run(run_id: str, request: Request) -> Response:
+    """A run with its config and, once done, its result (stored bytes, not rebuilt).
+
+    The hot read path: one indexed primary-key read, run on the event loop itself (SQLite in WAL
+    mode never blocks a reader on a writer), and the stored JSON spliced into the answer.
+    """
     with session_scope(request.app.state.sessionmaker) as session:
         view = views.load_run_view(session, run_id, _base_url(request))
     return _json(view.to_json())

@@ -1,0 +1,192 @@
+"""API benchmark: a real server (subprocess) on a fresh SQLite file with 1,000 stored runs, driven
+by 50 concurrent clients. Prints one `name: value` line per figure.
+
+    .venv/bin/python bench/api.py [--clients 50] [--requests 2000] [--runs 1000]
+
+Latencies are per request as the client sees them (ms); `rps` is requests per second over the batch.
+The server and the clients share the machine, so the figures are a floor, not a ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(db: Path, log: Any) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "IDLELAB_DATABASE_URL": f"sqlite:///{db}", "IDLELAB_LOG_LEVEL": "warning"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("server exited at start")
+        try:
+            if httpx.get(f"{url}/api/platforms", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise SystemExit("server did not answer")
+
+
+def store_runs(db: Path, template_id: str, n: int) -> list[str]:
+    """Copy one real finished run `n - 1` times, in one transaction (the benchmark's own writer)."""
+    from sqlalchemy import insert, select
+
+    from app.db import make_db_engine
+    from app.models import Run
+    from app.store import new_delete_token, new_run_id
+
+    db_engine = make_db_engine(f"sqlite:///{db}")
+    try:
+        with db_engine.begin() as conn:
+            row = conn.execute(select(Run.__table__).where(Run.id == template_id)).mappings().one()
+            rows = []
+            for i in range(n - 1):
+                copy = dict(row)
+                copy.update(
+                    id=new_run_id(),
+                    title=f"bench run {i}",
+                    delete_token_hash=new_delete_token()[1],
+                    busy_share=(row["busy_share"] or 0) * random.uniform(0.5, 1.5),
+                )
+                rows.append(copy)
+            conn.execute(insert(Run.__table__), rows)
+    finally:
+        db_engine.dispose()
+    return [template_id] + [r["id"] for r in rows]
+
+
+async def drive(url: str, paths: list[str], clients: int) -> tuple[list[float], float]:
+    """`clients` concurrent connections working through `paths`; per-request ms and wall seconds."""
+    latencies: list[float] = []
+    errors = [0]
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for p in paths:
+        queue.put_nowait(p)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def worker() -> None:
+            while True:
+                try:
+                    path = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                t0 = time.perf_counter()
+                try:
+                    r = await client.get(path)
+                except httpx.TransportError:  # a keep-alive connection the server closed: count, retry
+                    errors[0] += 1
+                    r = await client.get(path)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if r.status_code != 200:
+                    raise SystemExit(f"GET {path}: {r.status_code}")
+
+        # Warm every connection first, then measure.
+        await asyncio.gather(*(client.get(paths[0]) for _ in range(clients)))
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        wall = time.perf_counter() - t0
+    if errors[0]:
+        print(f"# {errors[0]} requests retried after a transport error", file=sys.stderr)
+    return latencies, wall
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--requests", type=int, default=2000, help="requests per endpoint")
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--waits", type=int, default=5, help="POST ?wait=true samples of the default run")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.db"
+        with open(Path(tmp) / "server.log", "wb") as log:
+            proc, url = start_server(db, log)
+            try:
+                with httpx.Client(base_url=url, timeout=300) as client:
+                    # The default config (a fresh seed each time, so no run is answered from another).
+                    waits = []
+                    first = None
+                    for i in range(args.waits + 1):
+                        t0 = time.perf_counter()
+                        r = client.post("/api/runs?wait=true", json={"config": {"seed": 10_000 + i}})
+                        elapsed = (time.perf_counter() - t0) * 1000
+                        assert r.status_code == 200 and r.json()["status"] == "done", r.text[:300]
+                        if i == 0:
+                            first = r.json()  # includes any worker still warming up: not counted
+                        else:
+                            waits.append(elapsed)
+                    assert first is not None
+                    ids = store_runs(db, first["id"], args.runs)
+                    total = client.get("/api/runs?limit=1").json()["total"]
+                    page_exists = client.get(f"/runs/{ids[0]}").status_code == 200
+
+                print(f"runs_stored: {total}")
+                print(f"result_bytes: {len(client_result_bytes(url, ids[0]))}")
+                print(f"post_wait_default_p50_ms: {statistics.median(waits):.1f}")
+                print(f"post_wait_default_max_ms: {max(waits):.1f}")
+                targets = {
+                    "get_run": [f"/api/runs/{random.choice(ids)}" for _ in range(args.requests)],
+                    "list_runs_50": ["/api/runs?limit=50"] * args.requests,
+                }
+                if page_exists:
+                    targets["run_page"] = [f"/runs/{random.choice(ids)}" for _ in range(args.requests // 4)]
+                for name, paths in targets.items():
+                    lat, wall = asyncio.run(drive(url, paths, args.clients))
+                    print(f"{name}_p50_ms: {pct(lat, 50):.1f}")
+                    print(f"{name}_p99_ms: {pct(lat, 99):.1f}")
+                    print(f"{name}_rps: {len(lat) / wall:.0f}")
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+
+def client_result_bytes(url: str, run_id: str) -> bytes:
+    return httpx.get(f"{url}/api/runs/{run_id}", timeout=30).content
+
+
+if __name__ == "__main__":
+    main()
