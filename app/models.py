@@ -81,13 +81,8 @@ class Run(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
     delete_token_hash: Mapped[str] = mapped_column(String(64))
-
-    # The validated config as canonical JSON (a custom platform's table resolved inside it).
-    config: Mapped[str] = mapped_column(Text)
     config_hash: Mapped[str] = mapped_column(String(64))
-    # The engine's result JSON, byte for byte as the worker produced it; served without re-parsing.
-    result: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
-    error: Mapped[str | None] = mapped_column(Text, default=None)
+
     # ENGINE_VERSION when queued; the result's full engine version (numpy, numba...) once done.
     engine_version: Mapped[str] = mapped_column(String(200))
     reused_from: Mapped[str | None] = mapped_column(
@@ -119,6 +114,15 @@ class Run(Base):
     ipis_sent: Mapped[int | None] = mapped_column(Integer, default=None)
     ipis_avoided: Mapped[int | None] = mapped_column(Integer, default=None)
     energy_joules: Mapped[float | None] = mapped_column(Float, default=None)
+
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+
+    # Large values last: SQLite keeps a row's tail in overflow pages, so list queries that read only
+    # the summary columns above never walk through a 20 kB result to reach them.
+    # The validated config as canonical JSON (a custom platform's table resolved inside it).
+    config: Mapped[str] = mapped_column(Text)
+    # The engine's result JSON, byte for byte as the worker produced it; served without re-parsing.
+    result: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
 
 
 class CustomPlatform(Base):

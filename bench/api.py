@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,7 @@ def store_runs(db: Path, template_id: str, n: int) -> list[str]:
                     title=f"bench run {i}",
                     delete_token_hash=new_delete_token()[1],
                     busy_share=(row["busy_share"] or 0) * random.uniform(0.5, 1.5),
+                    created_at=row["created_at"] - timedelta(seconds=i + 1),
                 )
                 rows.append(copy)
             conn.execute(insert(Run.__table__), rows)
@@ -88,37 +90,40 @@ def store_runs(db: Path, template_id: str, n: int) -> list[str]:
 
 
 async def drive(url: str, paths: list[str], clients: int) -> tuple[list[float], float]:
-    """`clients` concurrent connections working through `paths`; per-request ms and wall seconds."""
+    """`clients` concurrent clients (one httpx.AsyncClient and keep-alive connection each) working
+    through `paths`; per-request ms and wall seconds. Separate clients, not one pool of `clients`
+    connections: httpx's shared async pool costs more CPU than the server does per request."""
     latencies: list[float] = []
     errors = [0]
     queue: asyncio.Queue[str] = asyncio.Queue()
     for p in paths:
         queue.put_nowait(p)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    pool = [httpx.AsyncClient(base_url=url, timeout=60) for _ in range(clients)]
 
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+    async def worker(client: httpx.AsyncClient) -> None:
+        while True:
+            try:
+                path = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            t0 = time.perf_counter()
+            try:
+                r = await client.get(path)
+            except httpx.TransportError:  # a keep-alive connection the server closed: count, retry
+                errors[0] += 1
+                r = await client.get(path)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            if r.status_code != 200:
+                raise SystemExit(f"GET {path}: {r.status_code}")
 
-        async def worker() -> None:
-            while True:
-                try:
-                    path = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                t0 = time.perf_counter()
-                try:
-                    r = await client.get(path)
-                except httpx.TransportError:  # a keep-alive connection the server closed: count, retry
-                    errors[0] += 1
-                    r = await client.get(path)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                if r.status_code != 200:
-                    raise SystemExit(f"GET {path}: {r.status_code}")
-
-        # Warm every connection first, then measure.
-        await asyncio.gather(*(client.get(paths[0]) for _ in range(clients)))
+    try:
+        await asyncio.gather(*(c.get(paths[0]) for c in pool))  # open every connection first
         t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(clients)))
+        await asyncio.gather(*(worker(c) for c in pool))
         wall = time.perf_counter() - t0
+    finally:
+        for c in pool:
+            await c.aclose()
     if errors[0]:
         print(f"# {errors[0]} requests retried after a transport error", file=sys.stderr)
     return latencies, wall
