@@ -199,7 +199,7 @@ def get_run_row(session: Session, run_id: str) -> Row[Any] | None:
 
 def get_run_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
     stmt = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).where(Run.id.in_(list(run_ids)))
-    return {row.id: row for row in session.execute(stmt)}
+    return {row.id: row for row in session.connection().execute(stmt)}
 
 
 @dataclass(frozen=True)
@@ -237,8 +237,9 @@ def list_runs(
         raise ValueError(f"cannot sort by {sort!r}")
     col = getattr(Run, sort)
     order = [col.desc().nulls_last() if descending else col.asc().nulls_last(), Run.id]
-    rows = session.execute(_filtered(select(*_SUMMARY_COLS), f).order_by(*order).limit(limit).offset(offset))
-    total = session.scalar(_filtered(select(func.count()).select_from(Run), f)) or 0
+    conn = session.connection()  # Core rows: no ORM loading machinery on the list path
+    rows = conn.execute(_filtered(select(*_SUMMARY_COLS), f).order_by(*order).limit(limit).offset(offset))
+    total = conn.execute(_filtered(select(func.count()).select_from(Run), f)).scalar() or 0
     return list(rows), int(total)
 
 

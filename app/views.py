@@ -70,7 +70,8 @@ def resolve_config(session: Session, data: Any, loc: Sequence[str | int] = CONFI
 
 
 def _summary(row: Row[Any] | Mapping[str, Any], base_url: str) -> dict[str, Any]:
-    data = {c: (row[c] if isinstance(row, Mapping) else getattr(row, c)) for c in store.SUMMARY_COLUMNS}
+    mapping = row if isinstance(row, Mapping) else row._mapping
+    data = {c: mapping[c] for c in store.SUMMARY_COLUMNS}
     data["url"] = run_url(data["id"], base_url)
     return data
 
