@@ -180,6 +180,10 @@ def main() -> None:
                     print(f"{name}_p50_ms: {pct(lat, 50):.1f}")
                     print(f"{name}_p99_ms: {pct(lat, 99):.1f}")
                     print(f"{name}_rps: {len(lat) / wall:.0f}")
+                    # One client: the per-request latency without queueing behind 49 others.
+                    lat, wall = asyncio.run(drive(url, paths[: max(50, len(paths) // 10)], 1))
+                    print(f"{name}_1client_p50_ms: {pct(lat, 50):.1f}")
+                    print(f"{name}_1client_p99_ms: {pct(lat, 99):.1f}")
             finally:
                 proc.send_signal(signal.SIGTERM)
                 try:
