@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -22,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app import store
 from app.errors import Conflict, InvalidInput, NotFound
+from app.models import SORTABLE_COLUMNS
 from app.schemas import (
     ComparedMetric,
     ComparedRun,
@@ -156,8 +156,6 @@ def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
         if order not in ("asc", "desc"):
             raise InvalidInput.one(["query", "order"], "order must be 'asc' or 'desc'", "literal_error")
         descending = order == "desc"
-    from app.models import SORTABLE_COLUMNS
-
     if sort not in SORTABLE_COLUMNS:
         raise InvalidInput.one(
             ["query", "sort"],
@@ -410,7 +408,3 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
         table=table.model_dump_json(),
     )
     return _custom_read(row)
-
-
-def created_at_iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()

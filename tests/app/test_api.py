@@ -205,3 +205,15 @@ def test_twenty_concurrent_submissions_all_finish(live_server: str) -> None:
         runs = [wait_finished(client, str(c["id"])) for c in created]
         assert [r["status"] for r in runs] == ["done"] * 20
         assert client.get("/api/runs", params={"q": "burst-"}).json()["total"] == 20
+
+
+def test_deleting_the_original_keeps_its_copies(client: httpx.Client) -> None:
+    config = small_config(seed=31)
+    first = client.post("/api/runs?wait=true", json={"config": config}).json()
+    copy = client.post("/api/runs?wait=true", json={"config": config}).json()
+    assert copy["reused_from"] == first["id"]
+    r = client.delete(f"/api/runs/{first['id']}", headers={"X-Delete-Token": first["delete_token"]})
+    assert r.status_code == 204
+    kept = client.get(f"/api/runs/{copy['id']}").json()
+    assert kept["status"] == "done" and kept["reused_from"] is None
+    assert kept["result"] == first["result"]
