@@ -117,7 +117,8 @@ def test_new_run_form_progress_then_charts_and_share_link(new_tab: Any, api: htt
         "/api/runs",
         json={
             "config": {
-                "duration_ms": 20_000,
+                # About 10 million events: several seconds of the single worker's time.
+                "duration_ms": 50_000,
                 "seed": seed,
                 "topology": {"sockets": 2, "cores_per_socket": 32},
             },
