@@ -154,7 +154,8 @@ class JobRunner:
         self.n_workers = workers
         self.progress_step = progress_step
         self.reuse = reuse
-        self.engine_version: str | None = None  # the workers' full engine version, once one is ready
+        # The full engine version (numpy, numba...) runs are reused across; workers confirm it.
+        self.engine_version: str | None = _engine_version()
         self._ctx = mp.get_context("spawn")
         self._results: Any = None
         self._workers: list[_Worker] = []
@@ -449,6 +450,12 @@ class JobRunner:
             if not self._stopping.is_set():
                 with self._lock:
                     self._spawn()
+
+
+def _engine_version() -> str | None:
+    from engine import engine_version
+
+    return engine_version()
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:

@@ -83,7 +83,8 @@ class Run(Base):
     delete_token_hash: Mapped[str] = mapped_column(String(64))
     config_hash: Mapped[str] = mapped_column(String(64))
 
-    # ENGINE_VERSION when queued; the result's full engine version (numpy, numba...) once done.
+    # `engine.engine_version()` (numpy and numba included) of the server that queued it; once done,
+    # the version in its result.
     engine_version: Mapped[str] = mapped_column(String(200))
     reused_from: Mapped[str | None] = mapped_column(
         String(24), ForeignKey("runs.id", ondelete="SET NULL"), default=None, index=True

@@ -16,7 +16,8 @@ from sqlalchemy import Row, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.models import SORTABLE_COLUMNS, CustomPlatform, Run, utcnow
-from engine import ENGINE_VERSION, SimConfig
+from engine import SimConfig
+from engine import engine_version as current_engine_version
 
 # The columns a list row carries (everything but config and result, which can be large).
 SUMMARY_COLUMNS = (
@@ -146,7 +147,7 @@ def create_run(
         delete_token_hash=token_hash,
         config=config_json if config_json is not None else config.model_dump_json(),
         config_hash=config_hash or config.config_hash(),
-        engine_version=ENGINE_VERSION,
+        engine_version=current_engine_version(),
         created_at=utcnow(),
         **config_summary(config),
     )
