@@ -22,6 +22,7 @@ import functools
 import logging
 import multiprocessing as mp
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -96,6 +97,8 @@ class _ProgressReporter:
 
 def worker_main(worker_id: int, tasks: Any, results: Any, progress_step: float) -> None:
     """A worker process: warm up, then run tasks until it gets None or its parent is gone."""
+    # Ctrl-C in a terminal reaches the whole process group: the server decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = mp.parent_process()
     compile_s, version = warm_engine()
     results.put(("ready", worker_id, version, compile_s))
