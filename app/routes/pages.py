@@ -406,7 +406,7 @@ class FormField:
     unit: str = ""
     options: Sequence[tuple[str, str]] = ()
     hint: str = ""
-    cost: str = ""  # the platform cost this field overrides (placeholder shows its value)
+    cost: str = ""  # the platform cost this field overrides (the input hint shows its value)
     width: str = ""
 
 
