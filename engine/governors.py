@@ -17,7 +17,8 @@ KTIME_MAX. Which kernel each follows:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from engine.jit import compiled
 
 INF = np.int64(1) << np.int64(62)
 UINT_MAX = 4294967295
@@ -73,22 +74,22 @@ def gov_columns(n_states: int) -> int:
     return G_FIXED_COLS + 4 * n_states
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _col_hits(n_states: int) -> int:
     return G_FIXED_COLS
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _col_intercepts(n_states: int) -> int:
     return G_FIXED_COLS + n_states
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _col_promotion(n_states: int) -> int:
     return G_FIXED_COLS + 2 * n_states
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _col_demotion(n_states: int) -> int:
     return G_FIXED_COLS + 3 * n_states
 
@@ -105,7 +106,7 @@ def init_governor_state(n_cpus: int, n_states: int, first_idx: int) -> np.ndarra
 # ---------------------------------------------------------------------------------------------- menu
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _menu_update_intervals(g: np.ndarray, c: int, interval_us: int) -> None:
     p = g[c, G_M_PTR]
     g[c, G_M_INTERVALS + p] = interval_us
@@ -115,7 +116,7 @@ def _menu_update_intervals(g: np.ndarray, c: int, interval_us: int) -> None:
     g[c, G_M_PTR] = p
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def menu_typical_interval(g: np.ndarray, c: int) -> int:
     """get_typical_interval(): the average of the recent intervals if they are steady, else UINT_MAX (us)."""
     min_thresh = -1
@@ -154,7 +155,7 @@ def menu_typical_interval(g: np.ndarray, c: int) -> int:
             max_thresh = mx
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _menu_bucket(duration_ns: int) -> int:
     if duration_ns < 10_000:
         return 0
@@ -169,7 +170,7 @@ def _menu_bucket(duration_ns: int) -> int:
     return 5
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _menu_update(g: np.ndarray, c: int, exit_ns: np.ndarray, is_poll0: bool, tick_ns: int) -> None:
     last_idx = g[c, G_LAST_IDX]
     next_timer = g[c, G_M_NEXT_TIMER]
@@ -197,7 +198,7 @@ def _menu_update(g: np.ndarray, c: int, exit_ns: np.ndarray, is_poll0: bool, tic
     _menu_update_intervals(g, c, measured // 1000)
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def menu_select(
     g: np.ndarray,
     c: int,
@@ -284,7 +285,7 @@ def menu_select(
 # ----------------------------------------------------------------------------------------------- teo
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _teo_decay(v: int) -> int:
     d = v >> DECAY_SHIFT
     if d:
@@ -292,7 +293,7 @@ def _teo_decay(v: int) -> int:
     return 0
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _teo_update(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray, tick_ns: int) -> None:
     n = res_ns.shape[0]
     hits = _col_hits(n)
@@ -340,7 +341,7 @@ def _teo_update(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray, 
             g[c, G_T_TICK_INTERCEPTS] += PULSE
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _teo_find_shallower(res_ns: np.ndarray, enabled: np.ndarray, state_idx: int, duration_ns: int) -> int:
     for i in range(state_idx - 1, -1, -1):
         if not enabled[i]:
@@ -351,7 +352,7 @@ def _teo_find_shallower(res_ns: np.ndarray, enabled: np.ndarray, state_idx: int,
     return state_idx
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def teo_select(
     g: np.ndarray,
     c: int,
@@ -446,14 +447,14 @@ def teo_select(
 # -------------------------------------------------------------------------------------------- ladder
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _ladder_do_selection(g: np.ndarray, c: int, n: int, old_idx: int, new_idx: int) -> None:
     g[c, _col_promotion(n) + old_idx] = 0
     g[c, _col_demotion(n) + old_idx] = 0
     g[c, G_LAST_IDX] = new_idx
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def ladder_select(
     g: np.ndarray, c: int, exit_ns: np.ndarray, enabled: np.ndarray, is_poll0: bool, latency_req: int
 ) -> int:
@@ -498,7 +499,7 @@ def ladder_select(
 # ------------------------------------------------------------------------------------- oracle, fixed
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _deepest_fitting(
     res_ns: np.ndarray, exit_ns: np.ndarray, enabled: np.ndarray, latency_req: int, duration: int
 ) -> int:
@@ -515,7 +516,7 @@ def _deepest_fitting(
     return max(idx, 0)
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def select_state(
     gov: int,
     g: np.ndarray,
@@ -557,7 +558,7 @@ def select_state(
     return idx, not (idx == 0 and is_poll0) and sleep_length > delta_tick
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def reflect(gov: int, g: np.ndarray, c: int, index: int, last_res: int, tick_wakeup: bool, poll_limit: bool) -> None:
     """cpuidle_reflect() after a state was entered (never after a rejected entry)."""
     g[c, G_LAST_RES] = last_res
@@ -574,7 +575,7 @@ def reflect(gov: int, g: np.ndarray, c: int, index: int, last_res: int, tick_wak
         g[c, G_T_PENDING] = 1
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def note_rejected(g: np.ndarray, c: int) -> None:
     """A rejected entry leaves last_residency_ns at 0 and calls no reflect."""
     g[c, G_LAST_RES] = 0

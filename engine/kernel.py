@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from engine.governors import INF, note_rejected, reflect, select_state
+from engine.jit import compiled
+from engine.streams import exponential, standard_normal
 
 # Per-CPU integer state: columns of `cs`.
 C_MODE = 0  # 0 running, 1 idle
@@ -142,50 +143,36 @@ Z_9999 = 3.719016485455709  # standard normal quantile of 0.9999
 # ------------------------------------------------------------------------------------------ random
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _uniform(rng: np.ndarray, c: int) -> float:
-    """xorshift64 per CPU; shifts only, so the pure-Python run needs no overflow handling."""
-    x = rng[c]
-    x ^= x << np.uint64(13)
-    x ^= x >> np.uint64(7)
-    x ^= x << np.uint64(17)
-    rng[c] = x
-    return float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _exp_draw(rng: np.ndarray, c: int, mean_ns: float, exponential: bool) -> int:
+@compiled(inline=True)
+def _exp_draw(rng: np.ndarray, c: int, mean_ns: float, is_exponential: bool) -> int:
     if mean_ns <= 0.0:
         return 0
-    if not exponential:
+    if not is_exponential:
         return int(mean_ns)
-    return int(-mean_ns * math.log(1.0 - _uniform(rng, c)))
+    return int(exponential(rng, c, mean_ns))
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _exit_draw(rng: np.ndarray, c: int, median_ns: float, sigma: float) -> int:
     """Log-normal exit latency: the median as given, the table's worst case at the 99.99th percentile."""
     if median_ns <= 0.0:
         return 0
     if sigma <= 0.0:
         return int(median_ns)
-    u1 = 1.0 - _uniform(rng, c)
-    u2 = _uniform(rng, c)
-    z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
-    return int(median_ns * math.exp(sigma * z))
+    return int(median_ns * math.exp(sigma * standard_normal(rng, c)))
 
 
 # -------------------------------------------------------------------------------------------- heap
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _less(cs: np.ndarray, a: int, b: int) -> bool:
     ka = cs[a, C_KEY]
     kb = cs[b, C_KEY]
     return ka < kb or (ka == kb and a < b)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _heap_fix(cs: np.ndarray, heap: np.ndarray, c: int) -> None:
     n = heap.shape[0]
     i = cs[c, C_HEAP_POS]
@@ -217,12 +204,12 @@ def _heap_fix(cs: np.ndarray, heap: np.ndarray, c: int) -> None:
 # ---------------------------------------------------------------------------------- per-CPU events
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _next_grid(t: int, period: int) -> int:
     return (t // period + 1) * period
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
     best = INF
     k_best = -1
@@ -233,7 +220,7 @@ def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
     return best, k_best
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _schedule(
     cs: np.ndarray,
     heap: np.ndarray,
@@ -291,7 +278,7 @@ def _schedule(
 # ------------------------------------------------------------------------------ cache-line traffic
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _transfer(ctr: np.ndarray, fp: np.ndarray, cores: int, a: int, b: int, by_target: bool) -> float:
     """One coherence round trip between CPUs a and b; returns its cost in TSC cycles."""
     loc = 0 if a // cores == b // cores else 1
@@ -300,7 +287,7 @@ def _transfer(ctr: np.ndarray, fp: np.ndarray, cores: int, a: int, b: int, by_ta
     return (fp[P_LINE_SAME] if loc == 0 else fp[P_LINE_OTHER]) * fp[P_TSC_GHZ]
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _word_read(
     cs: np.ndarray, seen: np.ndarray, ctr: np.ndarray, fp: np.ndarray, cores: int, r: int, t: int, by_target: bool
 ) -> float:
@@ -315,7 +302,7 @@ def _word_read(
     return cyc
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _word_write(
     cs: np.ndarray, seen: np.ndarray, ctr: np.ndarray, fp: np.ndarray, cores: int, w: int, t: int, by_target: bool
 ) -> float:
@@ -335,7 +322,7 @@ def _word_write(
 # ------------------------------------------------------------------------------------- statistics
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _sample(lat_buf: np.ndarray, lat_off: np.ndarray, lat_cnt: np.ndarray, src: int, value: int) -> None:
     i = lat_cnt[src]
     if lat_off[src] + i < lat_off[src + 1]:
@@ -343,7 +330,7 @@ def _sample(lat_buf: np.ndarray, lat_off: np.ndarray, lat_cnt: np.ndarray, src: 
         lat_cnt[src] = i + 1
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _account_idle(
     st: np.ndarray,
     c: int,
@@ -379,7 +366,7 @@ def _account_idle(
 # ---------------------------------------------------------------------------------- the call queue
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _drain(
     cs: np.ndarray,
     c: int,
@@ -422,7 +409,7 @@ def _drain(
     return tt, tasks
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _call(
     cs: np.ndarray,
     src: int,
@@ -534,7 +521,7 @@ def _call(
     return _account_call(ctr, fsum, loc, cyc + wait_cyc, target_idle)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _account_call(ctr: np.ndarray, fsum: np.ndarray, loc: int, cyc: float, idle: bool) -> float:
     ctr[K_LOC_CALLS + loc] += 1
     fsum[F_LOC_CYC + loc] += cyc
@@ -547,7 +534,7 @@ def _account_call(ctr: np.ndarray, fsum: np.ndarray, loc: int, cyc: float, idle:
     return cyc
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _post(cs: np.ndarray, dst: int, t: int, signal_type: int) -> None:
     if t < cs[dst, C_SIGNAL_AT]:
         cs[dst, C_SIGNAL_AT] = t
@@ -557,7 +544,7 @@ def _post(cs: np.ndarray, dst: int, t: int, signal_type: int) -> None:
 # ------------------------------------------------------------------------------------- the loop
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def run_until(
     t_stop: int,
     cs: np.ndarray,
@@ -814,7 +801,7 @@ def run_until(
             _release_spinners(cs, heap, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
 
 
-@njit(cache=True, error_model="numpy")
+@compiled()
 def _release_spinners(
     cs: np.ndarray,
     heap: np.ndarray,
@@ -840,7 +827,7 @@ def _release_spinners(
             _schedule(cs, heap, src, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@compiled(inline=True)
 def _enter_idle(
     cs: np.ndarray,
     c: int,

@@ -28,12 +28,18 @@ from engine.result import (
     StateStats,
     Timeline,
 )
+from engine.streams import (
+    SRC_CALLS,
+    SRC_IRQ,
+    SRC_KERNEL,
+    SRC_SCHED,
+    SRC_TIMERS,
+    arrival_streams,
+    first_uniforms,
+    stream_seeds,
+)
 
-ENGINE_VERSION = "0.2.0"
-
-# Random streams: SeedSequence(seed, spawn_key=(cpu, source)); a CPU's streams do not depend on
-# how many CPUs there are.
-SRC_IRQ, SRC_CALLS, SRC_SCHED, SRC_TIMERS, SRC_KERNEL = 1, 2, 3, 4, 5
+ENGINE_VERSION = "0.3.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -59,37 +65,15 @@ def simulate(config: SimConfig, *, progress: Callable[[float], None] | None = No
     return run.result()
 
 
-def _stream(seed: int, cpu: int, source: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(cpu, source))))
-
-
-def _poisson_times(rng: np.random.Generator, rate_hz: float, t_end: int) -> np.ndarray:
-    if rate_hz <= 0:
-        return np.empty(0, dtype=np.int64)
-    mean_gap = 1e9 / rate_hz
-    expected = t_end / mean_gap
-    out: list[np.ndarray] = []
-    last = 0.0
-    while True:
-        n = int(expected + 6 * math.sqrt(expected) + 16)
-        times = last + np.cumsum(rng.exponential(mean_gap, size=n))
-        out.append(times)
-        last = float(times[-1])
-        if last >= t_end:
-            break
-    all_times = np.concatenate(out)
-    return all_times[all_times < t_end].astype(np.int64)
-
-
 def _cpu_set(spec: str | list[int], n: int) -> np.ndarray:
     return np.arange(n, dtype=np.int64) if spec == "all" else np.array(sorted(set(spec)), dtype=np.int64)
 
 
-def _flatten(per_cpu: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(per_cpu) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(a) for a in per_cpu])
-    flat = np.concatenate(per_cpu) if per_cpu else np.empty(0, dtype=np.int64)
-    return flat.astype(np.int64), offsets
+def _rates(rate_hz: float, cpus: str | list[int], n: int) -> np.ndarray:
+    """rate_hz on the CPUs of `cpus`, 0 elsewhere."""
+    out = np.zeros(n)
+    out[_cpu_set(cpus, n)] = rate_hz
+    return out
 
 
 def _cost(config: SimConfig, table: Platform, name: str) -> float:
@@ -179,39 +163,40 @@ class _Prepared:
         ip[K.I_MAX_SLEEP] = MAX_SLEEP_NS
         self.ip = ip
 
-        seed = config.seed
         # Periodic timers: a random phase per timer and CPU; INF where the timer is not armed.
         n_timers = len(w.timers)
         self.tm_next = np.full((n_timers, n), INF, dtype=np.int64)
         self.tm_period = np.array([int(round(t.period_us * 1000)) for t in w.timers], dtype=np.int64)
         self.tm_handler = np.array([int(round(t.handler_us * 1000)) for t in w.timers], dtype=np.int64)
         self.tm_work = np.array([int(round(t.work_us * 1000)) for t in w.timers], dtype=np.int64)
-        for c in range(n):
-            phases = _stream(seed, c, SRC_TIMERS).random(max(n_timers, 1))
-            for k, timer in enumerate(w.timers):
-                if timer.cpus == "all" or c in timer.cpus:
-                    self.tm_next[k, c] = int(phases[k] * self.tm_period[k]) or self.tm_period[k]
+        seeds = stream_seeds(config.seed, n)
+        phases = first_uniforms(seeds[:, SRC_TIMERS], n_timers)
+        for k, timer in enumerate(w.timers):
+            cpus = _cpu_set(timer.cpus, n)
+            first = (phases[cpus, k] * self.tm_period[k]).astype(np.int64)
+            self.tm_next[k, cpus] = np.where(first == 0, self.tm_period[k], first)
 
-        irq_cpus = set(_cpu_set(w.interrupts.cpus, n).tolist())
-        self.irq_t, self.irq_off = _flatten(
-            [
-                _poisson_times(_stream(seed, c, SRC_IRQ), w.interrupts.rate_hz if c in irq_cpus else 0.0, t_end)
-                for c in range(n)
-            ]
+        self.irq_t, _, self.irq_off = arrival_streams(
+            seeds[:, SRC_IRQ], _rates(w.interrupts.rate_hz, w.interrupts.cpus, n), t_end
         )
-        self.snd_t, self.snd_dst, self.snd_off = _sends(
-            seed, SRC_CALLS, n, cores, w.ipis.rate_hz, w.ipis.same_socket_share, w.ipis.senders, w.ipis.targets, t_end
+        calls, sched = w.ipis, w.sched_wakeups
+        self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
+            seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
+            cores, calls.same_socket_share, _cpu_set(calls.targets, n),
         )
-        s = w.sched_wakeups
-        self.ssnd_t, self.ssnd_dst, self.ssnd_off = _sends(
-            seed, SRC_SCHED, n, cores, s.rate_hz, s.same_socket_share, s.senders, s.targets, t_end
+        self.ssnd_t, self.ssnd_dst, self.ssnd_off = arrival_streams(
+            seeds[:, SRC_SCHED], _rates(sched.rate_hz, sched.senders, n), t_end,
+            cores, sched.same_socket_share, _cpu_set(sched.targets, n),
         )
-        # What each CPU will be asked for, for the oracle governor.
-        inc_dst = np.concatenate([self.snd_dst, self.ssnd_dst])
-        inc_times = np.concatenate([self.snd_t, self.ssnd_t])
-        order = np.lexsort((inc_times, inc_dst))
-        self.inc_t = inc_times[order]
-        self.inc_off = np.searchsorted(inc_dst[order], np.arange(n + 1)).astype(np.int64)
+        # What each CPU will be asked for, for the oracle governor (the only one that looks).
+        if gov == "oracle":
+            inc_dst = np.concatenate([self.snd_dst, self.ssnd_dst])
+            inc_times = np.concatenate([self.snd_t, self.ssnd_t])
+            order = np.lexsort((inc_times, inc_dst))
+            self.inc_t = inc_times[order]
+            self.inc_off = np.searchsorted(inc_dst[order], np.arange(n + 1)).astype(np.int64)
+        else:
+            self.inc_t, self.inc_off = np.empty(0, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
 
         # The per-CPU kernel state.
         cs = np.zeros((n, K.N_CPU_COLS), dtype=np.int64)
@@ -235,11 +220,7 @@ class _Prepared:
         self.q_kind = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.q_src = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.seen = np.full((n, n), -1, dtype=np.int64)
-        self.rng = np.array(
-            [np.random.SeedSequence(seed, spawn_key=(c, SRC_KERNEL)).generate_state(1, np.uint64)[0] | np.uint64(1)
-             for c in range(n)],
-            dtype=np.uint64,
-        )
+        self.rng = seeds[:, SRC_KERNEL].copy()
         self.st = np.zeros((6, n, S), dtype=np.int64)
         self.ssum = np.zeros((6, S), dtype=np.float64)
         timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
@@ -273,7 +254,6 @@ class _Prepared:
     def result(self) -> SimResult:
         config, table, n, t_end = self.config, self.table, self.n, self.t_end
         states = table.states
-        S = len(states)
         resident = self.st[K.ST_RESIDENT].astype(np.float64)
         # CPUs still idle at the end: their open idle period counts towards residency.
         for c in range(n):
@@ -410,53 +390,14 @@ def _poll_limit_ns(res_ns: np.ndarray, enabled: np.ndarray, tick_ns: int) -> int
     return max(CPUIDLE_POLL_MIN_NS, min(limit, tick_ns // 16))
 
 
-def _sends(
-    seed: int,
-    source: int,
-    n: int,
-    cores: int,
-    rate_hz: float,
-    same_share: float,
-    senders: str | list[int],
-    targets: str | list[int],
-    t_end: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per sender: request times (Poisson) and targets (same socket with probability same_share)."""
-    sender_set = set(_cpu_set(senders, n).tolist())
-    target_arr = _cpu_set(targets, n)
-    times: list[np.ndarray] = []
-    dsts: list[np.ndarray] = []
-    for c in range(n):
-        rng = _stream(seed, c, source)
-        t = _poisson_times(rng, rate_hz if c in sender_set else 0.0, t_end)
-        same = target_arr[(target_arr // cores == c // cores) & (target_arr != c)]
-        other = target_arr[target_arr // cores != c // cores]
-        if len(same) == 0 and len(other) == 0:
-            t = t[:0]
-        pick_same = rng.random(len(t)) < same_share
-        if len(other) == 0:
-            pick_same[:] = True
-        if len(same) == 0:
-            pick_same[:] = False
-        u = rng.random(len(t))
-        dst = np.where(
-            pick_same,
-            same[(u * max(len(same), 1)).astype(np.int64) % max(len(same), 1)] if len(same) else -1,
-            other[(u * max(len(other), 1)).astype(np.int64) % max(len(other), 1)] if len(other) else -1,
-        )
-        times.append(t)
-        dsts.append(dst.astype(np.int64))
-    flat_t, off = _flatten(times)
-    flat_d, _ = _flatten(dsts)
-    return flat_t, flat_d, off
-
-
 def _mean(total: float, count: float) -> float | None:
     return float(total / count) if count else None
 
 
 def _latency_stats(samples: np.ndarray) -> LatencyStats:
-    counts = np.histogram(np.clip(samples, HIST_EDGES_NS[0], HIST_EDGES_NS[-1] * 0.999), bins=HIST_EDGES_NS)[0]
+    # Bins [e_i, e_i+1); samples below the first edge count in the first bin, above the last in the last.
+    bins = np.searchsorted(HIST_EDGES_NS, samples, side="right") - 1
+    counts = np.bincount(np.clip(bins, 0, len(HIST_EDGES_NS) - 2), minlength=len(HIST_EDGES_NS) - 1)
     hist = Histogram(edges_ns=[float(e) for e in HIST_EDGES_NS], counts=[int(x) for x in counts])
     if len(samples) == 0:
         return LatencyStats(

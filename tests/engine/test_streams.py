@@ -1,0 +1,64 @@
+"""Random streams: the normal quantile, Poisson arrival counts and request targets."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+from engine import streams
+from engine.streams import SRC_CALLS, SRC_IRQ, arrival_streams, first_uniforms, stream_seeds
+
+
+@pytest.mark.parametrize("p", [1e-9, 1e-4, 0.01, 0.02425, 0.2, 0.5, 0.8, 0.97575, 0.9999, 1 - 1e-7])
+def test_standard_normal_is_the_normal_quantile(p: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Feed the pure-Python body a fixed uniform: it must return Phi^-1(p) on both sides of the
+    # central/tail boundary, to Acklam's documented 1.2e-9 relative error.
+    monkeypatch.setattr(streams, "uniform", lambda state, i: p - 0.5 / 2**53)
+    z = streams.standard_normal.py_func(None, 0)
+    assert z == pytest.approx(statistics.NormalDist().inv_cdf(p), rel=2e-9, abs=1e-12)
+
+
+def test_uniforms_are_uniform_and_streams_differ() -> None:
+    u = first_uniforms(stream_seeds(7, 200)[:, SRC_IRQ], 500)
+    assert u.min() >= 0.0 and u.max() < 1.0
+    # 100,000 draws: mean 1/2 with standard error 1/sqrt(12 * 10^5) ~ 0.0009.
+    assert u.mean() == pytest.approx(0.5, abs=0.004)
+    assert len({row[0] for row in u.tolist()}) == 200
+
+
+def test_poisson_counts_match_the_rate() -> None:
+    n, rate, t_end = 64, 2000.0, 500_000_000
+    times, dst, off = arrival_streams(stream_seeds(3, n)[:, SRC_IRQ], np.full(n, rate), t_end)
+    counts = np.diff(off)
+    # Each CPU: Poisson with mean 1000 (sd ~32); all 64: 64,000 (sd ~253).
+    assert counts.sum() == pytest.approx(n * 1000, abs=4 * math.sqrt(n * 1000))
+    assert (dst == -1).all()
+    for c in range(n):
+        mine = times[off[c] : off[c + 1]]
+        assert (np.diff(mine) >= 0).all() and mine[0] >= 0 and mine[-1] < t_end
+
+
+def test_request_targets_follow_the_same_socket_share() -> None:
+    cores, n, share = 4, 16, 0.25  # 4 sockets of 4
+    times, dst, off = arrival_streams(
+        stream_seeds(5, n)[:, SRC_CALLS], np.full(n, 4000.0), 1_000_000_000, cores, share, np.arange(n)
+    )
+    src = np.repeat(np.arange(n), np.diff(off))
+    assert (dst != src).all()  # never to itself
+    same = (dst // cores == src // cores).mean()
+    assert same == pytest.approx(share, abs=0.02)  # ~64,000 requests
+    # Uniform within the side: each of a sender's 3 socket-mates gets a third of its same-socket calls.
+    mates = dst[(src == 0) & (dst // cores == 0)]
+    assert np.bincount(mates, minlength=4)[1:] == pytest.approx([len(mates) / 3] * 3, rel=0.15)
+
+
+def test_a_sender_without_targets_sends_nothing() -> None:
+    times, _, off = arrival_streams(
+        stream_seeds(5, 4)[:, SRC_CALLS], np.full(4, 1000.0), 100_000_000, 2, 1.0, np.array([1])
+    )
+    counts = np.diff(off)
+    # CPU 1 is the only target: it has no one to call; CPU 0 (its socket-mate) calls it.
+    assert counts[1] == 0 and counts[0] > 0
