@@ -212,9 +212,8 @@ class _Prepared:
         cs[:, K.C_WORD_OWNER] = cpus
         cs[:, K.C_WORD_READER] = cpus
         cs[:, K.C_SPIN_FROM] = INF
-        cs[:, K.C_HEAP_POS] = cpus
         self.cs = cs
-        self.heap = cpus.copy()
+        self.queue = K.new_queue(n)
         self.g = init_governor_state(n, S, 1 if is_poll0 else 0)
         self.q_t = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.q_kind = np.zeros((n, K.Q_CAP), dtype=np.int64)
@@ -228,20 +227,19 @@ class _Prepared:
         caps = [arrivals, arrivals, timer_expiries + n, len(self.irq_t), len(self.snd_t), len(self.ssnd_t)]
         self.lat_off = np.zeros(len(caps) + 1, dtype=np.int64)
         self.lat_off[1:] = np.cumsum(caps)
-        self.lat_buf = np.zeros(int(self.lat_off[-1]), dtype=np.int64)
+        self.lat_buf = np.empty(int(self.lat_off[-1]), dtype=np.int64)
         self.lat_cnt = np.zeros(len(caps), dtype=np.int64)
         self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
         self.tl = np.zeros((TIMELINE_ROWS, 4), dtype=np.int64)
-        for c in range(n):
-            K._schedule(
-                cs, self.heap, c, ip, self.tm_next, self.irq_t, self.irq_off, self.snd_t, self.snd_off,
-                self.ssnd_t, self.ssnd_off,
-            )
+        K.schedule_all(
+            cs, self.queue, ip, self.tm_next, self.irq_t, self.irq_off, self.snd_t, self.snd_off, self.ssnd_t,
+            self.ssnd_off,
+        )
 
     def step(self, t_stop: int) -> None:
         K.run_until(
-            t_stop, self.cs, self.heap, self.g, self.fp, self.ip, self.res_ns, self.exit_ns, self.enabled,
+            t_stop, self.cs, self.queue, self.g, self.fp, self.ip, self.res_ns, self.exit_ns, self.enabled,
             self.irq_on, self.direct_saving, self.entry_ns, self.median_ns, self.sigma, self.tm_next,
             self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t, self.snd_dst,
             self.snd_off, self.ssnd_t, self.ssnd_dst, self.ssnd_off, self.inc_t, self.inc_off, self.q_t,
@@ -395,25 +393,35 @@ def _mean(total: float, count: float) -> float | None:
 
 
 def _latency_stats(samples: np.ndarray) -> LatencyStats:
+    ordered = np.sort(samples)
     # Bins [e_i, e_i+1); samples below the first edge count in the first bin, above the last in the last.
-    bins = np.searchsorted(HIST_EDGES_NS, samples, side="right") - 1
-    counts = np.bincount(np.clip(bins, 0, len(HIST_EDGES_NS) - 2), minlength=len(HIST_EDGES_NS) - 1)
+    below = np.searchsorted(ordered, HIST_EDGES_NS[1:-1], side="left")
+    counts = np.diff(below, prepend=0, append=len(ordered))
     hist = Histogram(edges_ns=[float(e) for e in HIST_EDGES_NS], counts=[int(x) for x in counts])
-    if len(samples) == 0:
+    if len(ordered) == 0:
         return LatencyStats(
             count=0, mean_ns=0.0, p50_ns=0.0, p90_ns=0.0, p99_ns=0.0, p999_ns=0.0, max_ns=0.0, histogram=hist
         )
-    p50, p90, p99, p999 = np.percentile(samples, [50, 90, 99, 99.9])
+    p50, p90, p99, p999 = (_percentile(ordered, q) for q in (50, 90, 99, 99.9))
     return LatencyStats(
-        count=int(len(samples)),
-        mean_ns=float(samples.mean()),
-        p50_ns=float(p50),
-        p90_ns=float(p90),
-        p99_ns=float(p99),
-        p999_ns=float(p999),
-        max_ns=float(samples.max()),
+        count=int(len(ordered)),
+        mean_ns=float(ordered.mean()),
+        p50_ns=p50,
+        p90_ns=p90,
+        p99_ns=p99,
+        p999_ns=p999,
+        max_ns=float(ordered[-1]),
         histogram=hist,
     )
+
+
+def _percentile(ordered: np.ndarray, q: float) -> float:
+    """numpy.percentile's default (linear) on sorted samples, without sorting them again."""
+    pos = q / 100.0 * (len(ordered) - 1)
+    lo = int(pos)
+    a = float(ordered[lo])
+    b = float(ordered[min(lo + 1, len(ordered) - 1)])
+    return a + (b - a) * (pos - lo)
 
 
 def _locality(ctr: np.ndarray, fsum: np.ndarray, loc: int) -> LocalityCost:
