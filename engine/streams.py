@@ -1,10 +1,10 @@
 """Random streams: one per CPU and per source, and the arrival streams drawn from them.
 
-Every (CPU, source) pair has its own xorshift64 generator, seeded from one
-`numpy.random.SeedSequence(seed)`: CPU c's seed for source s is word `c * N_SOURCES + s` of its
-output, so a CPU's streams do not depend on how many CPUs there are (SeedSequence output is
-prefix-stable). Arrivals are drawn in compiled code: a 56-CPU second has ~10^5 of them, and
-per-CPU numpy generators cost more to build than to run.
+Every (CPU, source) pair has its own xorshift64 generator. CPU c's seeds are the first
+N_SOURCES words of child c of `numpy.random.SeedSequence(seed).spawn(...)`: a child depends
+only on the seed and its index, so a CPU's streams do not depend on how many CPUs there are.
+Arrivals are drawn in compiled code: a 56-CPU second has ~10^5 of them, and per-CPU numpy
+generators cost more to build than to run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ N_SOURCES = 5
 
 def stream_seeds(seed: int, n_cpus: int) -> np.ndarray:
     """The generators' starting states, shape (n_cpus, N_SOURCES); never zero (xorshift's fixed point)."""
-    words = np.random.SeedSequence(seed).generate_state(n_cpus * N_SOURCES, np.uint64)
+    children = np.random.SeedSequence(seed).spawn(n_cpus)
+    words = np.array([child.generate_state(N_SOURCES, np.uint64) for child in children], dtype=np.uint64)
     return (words | np.uint64(1)).reshape(n_cpus, N_SOURCES)
 
 

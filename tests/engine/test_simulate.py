@@ -278,7 +278,7 @@ def test_arrival_streams_do_not_depend_on_cpu_count() -> None:
             large.snd_t[large.snd_off[c] : large.snd_off[c + 1]],
         )
         assert small.rng[c] == large.rng[c]
-    # And they are CPU 0's streams as documented: words 0..N_SOURCES-1 of SeedSequence(seed).
+    # And they are CPU 0's streams as documented: from child 0 of SeedSequence(seed).spawn().
     seeds = stream_seeds(small.config.seed, 1)
     rate = small.config.wakeups.interrupts.rate_hz
     own, _, _ = arrival_streams(seeds[:, SRC_IRQ], np.array([rate]), small.t_end)

@@ -62,3 +62,11 @@ def test_a_sender_without_targets_sends_nothing() -> None:
     counts = np.diff(off)
     # CPU 1 is the only target: it has no one to call; CPU 0 (its socket-mate) calls it.
     assert counts[1] == 0 and counts[0] > 0
+
+
+def test_seeds_come_from_seed_sequence_children() -> None:
+    seeds = stream_seeds(11, 6)
+    for c in (0, 5):
+        child = np.random.SeedSequence(11, spawn_key=(c,))  # what SeedSequence(11).spawn() gives CPU c
+        assert (seeds[c] == (child.generate_state(5, np.uint64) | np.uint64(1))).all()
+    assert (stream_seeds(11, 2) == seeds[:2]).all()
