@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     reuse_results: bool = Field(
         default=True, description="Answer a run from a finished one with the same config hash and engine."
     )
+    read_cache_bytes: int = Field(
+        default=128 * 1024 * 1024,
+        ge=0,
+        description="Memory for cached answers about finished runs and run lists (0: no caching).",
+    )
     host: str = Field(default="127.0.0.1", description="`idlelab serve` default host.")
     port: int = Field(default=8000, ge=0, le=65535, description="`idlelab serve` default port.")
     public_url: str = Field(

@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import errors
+from app.cache import ReadCache
 from app.config import REPO_ROOT, Settings, get_settings
 from app.db import make_db_engine, make_sessionmaker, upgrade_db
 from app.jobs import JobRunner
@@ -113,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         progress_step=settings.progress_step,
         reuse=settings.reuse_results,
     )
+    read_cache = ReadCache(db_engine, settings.read_cache_bytes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -123,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await run_in_threadpool(runner.stop)
+            read_cache.close()
             db_engine.dispose()
 
     app = FastAPI(
@@ -135,6 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db_engine = db_engine
     app.state.sessionmaker = sessionmaker
     app.state.runner = runner
+    app.state.read_cache = read_cache
     errors.install(app)
     for module_name in ROUTERS:
         module = importlib.import_module(module_name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, func, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.models import SORTABLE_COLUMNS, CustomPlatform, Run, utcnow
@@ -196,6 +196,14 @@ _RUN_ROW_STMT = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).whe
 def get_run_row(session: Session, run_id: str) -> Row[Any] | None:
     """The hot read: summary columns plus the stored config and result text, no ORM objects."""
     return session.connection().execute(_RUN_ROW_STMT, {"run_id": run_id}).first()
+
+
+_RUN_STAMP_STMT = select(Run.status, Run.reused_from).where(Run.id == bindparam("run_id"))
+
+
+def get_run_stamp(conn: Connection, run_id: str) -> Row[Any] | None:
+    """`(status, reused_from)`: what can still change about a finished run (deleting it aside)."""
+    return conn.execute(_RUN_STAMP_STMT, {"run_id": run_id}).first()
 
 
 def get_run_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:

@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import store, views
+from app.cache import FINISHED, Entry, ReadCache, etag_of, etag_response
 from app.db import SessionDep, session_scope
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.schemas import (
@@ -155,35 +156,59 @@ async def list_runs(
 ) -> Response:
     """Listed runs (unlisted ones excluded), filtered, sorted and paginated.
 
-    Indexed reads of summary columns only (never config or result), run on the event loop.
+    Indexed reads of summary columns only (never config or result), run on the event loop; the
+    answer is kept until the database next changes.
     """
-    with session_scope(request.app.state.sessionmaker) as session:
-        view = views.list_runs_view(
-            session,
-            platform=platform,
-            governor=governor,
-            mechanism=mechanism,
-            status=status,
-            q=q,
-            sort=sort,
-            order=order,
-            limit=limit,
-            offset=offset,
-            base_url=_base_url(request),
-        )
-    return _json(view.to_json())
+    cache: ReadCache = request.app.state.read_cache
+    base_url = _base_url(request)
+    key = ("list", platform, governor, mechanism, status, q, sort, order, limit, offset, base_url)
+    entry = cache.versioned_entry(key)
+    if entry is None:
+        version = cache.version()
+        with session_scope(request.app.state.sessionmaker) as session:
+            view = views.list_runs_view(
+                session,
+                platform=platform,
+                governor=governor,
+                mechanism=mechanism,
+                status=status,
+                q=q,
+                sort=sort,
+                order=order,
+                limit=limit,
+                offset=offset,
+                base_url=base_url,
+            )
+        body = view.to_json()
+        entry = Entry(body, len(body), etag_of(body), version=version)
+        if version is not None:
+            cache.put(key, entry)
+    return etag_response(request, entry.value, entry.etag, "application/json")
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
 async def get_run(run_id: str, request: Request) -> Response:
     """A run with its config and, once done, its result (stored bytes, not rebuilt).
 
-    The hot read path: one indexed primary-key read, run on the event loop itself (SQLite in WAL
-    mode never blocks a reader on a writer), and the stored JSON spliced into the answer.
+    The hot read path, run on the event loop itself (SQLite in WAL mode never blocks a reader on a
+    writer): a finished run's answer is cached and revalidated with a two-column primary-key read
+    (none when the database has not changed); otherwise one indexed read with the stored JSON
+    spliced into the answer.
     """
-    with session_scope(request.app.state.sessionmaker) as session:
-        view = views.load_run_view(session, run_id, _base_url(request))
-    return _json(view.to_json())
+    cache: ReadCache = request.app.state.read_cache
+    base_url = _base_url(request)
+    key = ("run", run_id, "api", base_url)
+    entry = cache.run_entry(key, run_id)
+    if entry is None:
+        version = cache.version()
+        with session_scope(request.app.state.sessionmaker) as session:
+            view = views.load_run_view(session, run_id, base_url)
+        body = view.to_json()
+        if view.status not in FINISHED:
+            return _json(body)
+        stamp = (view.status, view.reused_from)
+        entry = cache.put(key, Entry(body, len(body), etag_of(body), stamp, version))
+    return etag_response(request, entry.value, entry.etag, "application/json")
 
 
 @router.delete(
@@ -191,6 +216,7 @@ async def get_run(run_id: str, request: Request) -> Response:
 )
 def delete_run(
     run_id: str,
+    request: Request,
     session: SessionDep,
     x_delete_token: Annotated[str | None, Header(description="The token POST /api/runs gave.")] = None,
 ) -> Response:
@@ -201,6 +227,8 @@ def delete_run(
     if not store.token_matches(run, x_delete_token):
         raise Forbidden("wrong or missing X-Delete-Token")
     store.delete_run(session, run_id)
+    session.commit()
+    request.app.state.read_cache.discard_run(run_id)  # frees the memory; stamps keep reads exact anyway
     return Response(status_code=204)
 
 

@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import io
 import math
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +35,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import charts
+from app.cache import FINISHED, Entry, ReadCache, etag_of, etag_response
 from app.config import REPO_ROOT
 from app.errors import NotFound
 from engine.config import GovernorName, Mechanism, SimConfig
@@ -873,27 +875,69 @@ def result_csv(result: Mapping[str, Any]) -> str:
     return out.getvalue()
 
 
+# Where the "compare with" candidates go in a rendered run page: they change whenever another run
+# finishes, so a finished run's page is cached around them. Random: page content cannot forge it.
+_COMPARE_OPTIONS_MARK = f"<!--compare-options-{secrets.token_hex(8)}-->"
+
+
 @router.get("/runs/{run_id}", name="run_page")
-def run_page(request: Request, run_id: str) -> Any:
-    run = load_run(request, run_id)
+def run_page(request: Request, run_id: str) -> Response:
+    """A finished run's page is rendered once (its charts are most of the cost) and cached as
+    bytes; only the list of recent runs to compare with is filled in per request."""
+    cache: ReadCache = request.app.state.read_cache
+    key = ("run", run_id, "page")
+    entry = cache.run_entry(key, run_id)
+    if entry is None:
+        version = cache.version()
+        run = load_run(request, run_id)
+        html = _render_run_page(request, run).encode()
+        head, _, tail = html.partition(_COMPARE_OPTIONS_MARK.encode())
+        entry = Entry((head, tail), len(html), etag_of(html), (run["status"], run["reused_from"]), version)
+        if run["status"] in FINISHED:
+            cache.put(key, entry)
+    head, tail = entry.value
+    etag = entry.etag
+    if tail:
+        options, options_etag = _compare_options(request)
+        head += b"".join(html for rid, html in options if rid != run_id)
+        etag = f"{etag[:-1]}-{options_etag[1:]}"
+    response = etag_response(request, head + tail, etag, "text/html; charset=utf-8")
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _render_run_page(request: Request, run: dict[str, Any]) -> str:
     result = _result(run)
     context: dict[str, Any] = {
+        "request": request,
         "run": run,
         "result": result,
         "config_json": orjson.dumps(
             run.get("config"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
         ).decode(),
-        "charts": {},
-        "figures": [],
-        "recent": [],
+        "charts": charts.run_charts(result) if result is not None else {},
+        "figures": charts.summary_figures(result) if result is not None else [],
+        "compare_options": Markup(_COMPARE_OPTIONS_MARK),
     }
-    if result is not None:
-        context["charts"] = charts.run_charts(result)
-        context["figures"] = charts.summary_figures(result)
-        context["recent"] = [
-            r for r in _runs_list(request, limit=20, status="done")["runs"] if r.get("id") != run_id
-        ]
-    return render(request, "run.html", context)
+    return templates.get_template("run.html").render(context)
+
+
+def _compare_options(request: Request) -> tuple[list[tuple[str, bytes]], str]:
+    """The 20 newest finished runs as `<option>`s (id, HTML), and their ETag; kept until the
+    database changes."""
+    cache: ReadCache = request.app.state.read_cache
+    entry = cache.versioned_entry(("compare-options",))
+    if entry is None:
+        version = cache.version()
+        option = templates.env.get_template("_macros.html").module.compare_option
+        runs = _runs_list(request, limit=20, status="done")["runs"]
+        options = [(r["id"], str(option(r)).encode()) for r in runs]
+        html = b"".join(o for _, o in options)
+        entry = Entry(options, len(html), etag_of(html), version=version)
+        if version is not None:
+            cache.put(("compare-options",), entry)
+    return entry.value, entry.etag
 
 
 # --- compare ---------------------------------------------------------------------------------------

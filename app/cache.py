@@ -1,0 +1,187 @@
+"""In-memory cache of read answers (serialized bytes), and the cheap checks that keep it fresh.
+
+Two kinds of entries:
+
+- Run-keyed (`run_entry`): the answer about one finished run (`done` or `failed`: nothing in it
+  changes). It stays valid while the run's `(status, reused_from)` does: a primary-key read of two
+  small columns per request, skipped when the database has not changed at all since the last check.
+  A deleted run reads as `None`, so its entries are never served again, whoever deleted it
+  (this server, another process, another web worker); `reused_from` changes when the original
+  of a copied result is deleted.
+- Version-keyed (`versioned_entry`): answers over many runs (a list page). Valid only while nothing
+  in the database changed; without a change counter (not SQLite) they are never cached.
+
+Queued and running runs are never cached: their progress changes.
+
+The change counter is SQLite's `PRAGMA data_version`, read on a connection of its own that never
+writes: it changes whenever any other connection, in this process or any other, commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+from sqlalchemy import Engine
+
+from app import store
+
+FINISHED = ("done", "failed")
+
+
+def etag_of(*parts: bytes) -> str:
+    digest = hashlib.blake2b(digest_size=12)
+    for part in parts:
+        digest.update(part)
+    return f'"{digest.hexdigest()}"'
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """`If-None-Match` (a list of tags, weak or strong, or `*`) names `etag`."""
+    if not if_none_match:
+        return False
+    tags = [t.strip().removeprefix("W/") for t in if_none_match.split(",")]
+    return "*" in tags or etag in tags
+
+
+@dataclass(frozen=True)
+class Entry:
+    value: Any
+    size: int
+    etag: str = ""
+    stamp: Hashable = None  # run-keyed: the run's (status, reused_from) when cached
+    version: int | None = None  # the change counter when last known valid
+
+
+class DataVersion:
+    """`PRAGMA data_version` of one SQLite database, on a dedicated read-only-in-practice connection."""
+
+    def __init__(self, connect: Any) -> None:
+        self._connect = connect
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_engine(cls, db_engine: Engine) -> DataVersion | None:
+        """One for a SQLite file database; `None` otherwise (an in-memory database is per connection)."""
+        url = db_engine.url
+        if url.get_backend_name() != "sqlite" or db_engine.dialect.driver != "pysqlite":
+            return None
+        if url.database in (None, "", ":memory:") or "mode=memory" in str(url):
+            return None
+        cargs, cparams = db_engine.dialect.create_connect_args(url)
+        params = {**cparams, "check_same_thread": False, "isolation_level": None}
+        return cls(lambda: sqlite3.connect(*cargs, **params))
+
+    def current(self) -> int:
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._connect()
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class ReadCache:
+    """Least recently used entries dropped first once their sizes add up to over `max_bytes`."""
+
+    def __init__(self, db_engine: Engine, max_bytes: int) -> None:
+        self.db_engine = db_engine
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._data_version = DataVersion.for_engine(db_engine)
+
+    def version(self) -> int | None:
+        """The database's change counter now (read it before loading what you will cache)."""
+        return None if self._data_version is None else self._data_version.current()
+
+    def run_stamp(self, run_id: str) -> tuple[str, str | None] | None:
+        with self.db_engine.connect() as conn:
+            row = store.get_run_stamp(conn, run_id)
+        return None if row is None else (row[0], row[1])
+
+    def run_entry(self, key: Hashable, run_id: str) -> Entry | None:
+        """The entry under `key` for run `run_id`, if the run is still as it was when cached."""
+        entry = self._get(key)
+        if entry is None:
+            return None
+        version = self.version()
+        if version is not None and version == entry.version:
+            return entry
+        if self.run_stamp(run_id) != entry.stamp:
+            self._discard(key)
+            return None
+        self._put(key, replace(entry, version=version))
+        return entry
+
+    def versioned_entry(self, key: Hashable) -> Entry | None:
+        """The entry under `key` if the database has not changed since it was built."""
+        entry = self._get(key)
+        if entry is None:
+            return None
+        version = self.version()
+        if version is None or version != entry.version:
+            self._discard(key)
+            return None
+        return entry
+
+    def put(self, key: Hashable, entry: Entry) -> Entry:
+        """Store `entry` (too large for the whole cache: not stored). Returns it."""
+        if entry.size <= self.max_bytes:
+            self._put(key, entry)
+        return entry
+
+    def discard_run(self, run_id: str) -> None:
+        """Forget every run-keyed entry of `run_id` (keys are `("run", run_id, ...)`)."""
+        with self._lock:
+            for key in [k for k in self._entries if isinstance(k, tuple) and k[:2] == ("run", run_id)]:
+                self._bytes -= self._entries.pop(key).size
+
+    def close(self) -> None:
+        if self._data_version is not None:
+            self._data_version.close()
+
+    def _get(self, key: Hashable) -> Entry | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def _put(self, key: Hashable, entry: Entry) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.size
+            self._entries[key] = entry
+            self._bytes += entry.size
+            while self._bytes > self.max_bytes and self._entries:
+                self._bytes -= self._entries.popitem(last=False)[1].size
+
+    def _discard(self, key: Hashable) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.size
+
+
+def etag_response(request: Request, body: bytes, etag: str, media_type: str) -> Response:
+    """`body` with its ETag, or 304 when the client already has it. `no-cache`: clients revalidate
+    every time, so a deleted run is a 404 at once."""
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag_matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
