@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.colors import get_colorscale
 
 Result = Mapping[str, Any]
 Figure = dict[str, Any]
@@ -126,6 +127,10 @@ def palette(names: Iterable[str]) -> dict[str, str]:
     return {n: state_color(n) for n in names}
 
 
+_TEMPLATE_JSON: dict[str, Any] = _TEMPLATE.to_plotly_json()
+_BLUES = [list(stop) for stop in get_colorscale("Blues")]
+
+
 # --- helpers --------------------------------------------------------------------------------------
 
 
@@ -133,15 +138,36 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1000.0
 
 
-def _figure(data: Sequence[Any], title: str, **layout: Any) -> Figure:
+def _figure(data: Sequence[Figure], title: str, **layout: Any) -> Figure:
     title_layout = {"text": title, "x": 0.5, "xanchor": "center"}
     if "height" not in layout:
         # The legend sits under the plot, about three entries a row: grow with it, keep the plot.
-        entries = sum(1 for t in data if getattr(t, "showlegend", None) is not False)
+        entries = sum(1 for t in data if t.get("showlegend") is not False)
         rows = math.ceil(entries / 3) if layout.get("showlegend", True) else 0
         layout["height"] = 400 + 24 * max(0, rows - 1)
-    fig = go.Figure(data=list(data), layout=go.Layout(template=_TEMPLATE, title=title_layout, **layout))
-    return fig.to_plotly_json()
+    return {
+        "data": list(data),
+        "layout": _without_none({**layout, "template": _TEMPLATE_JSON, "title": title_layout}),
+    }
+
+
+def _without_none(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Properties set to None left out, in nested objects too, as plotly does (array items stay)."""
+    return {k: _without_none(v) if isinstance(v, Mapping) else v for k, v in props.items() if v is not None}
+
+
+# Traces as plain dicts, the JSON plotly's graph objects would produce: building those objects
+# validates every property on every call, which made a run page's charts cost ~50 ms to build.
+def _bar(**props: Any) -> Figure:
+    return {"type": "bar", **_without_none(props)}
+
+
+def _scatter(**props: Any) -> Figure:
+    return {"type": "scatter", **_without_none(props)}
+
+
+def _heatmap(**props: Any) -> Figure:
+    return {"type": "heatmap", **_without_none(props)}
 
 
 def _state_names(result: Result) -> list[str]:
@@ -191,7 +217,7 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
         below = [s["below"] for s in result["states"]] + [None]
         custom = [[u, t, a, b] for u, t, a, b in zip(usage, time_ms, above, below, strict=True)]
         traces.append(
-            go.Bar(
+            _bar(
                 name=label or "residency",
                 x=names,
                 y=shares,
@@ -230,11 +256,11 @@ def residency_per_cpu_figure(result: Result) -> Figure:
         names = [*names, BUSY_NAME]
     z = [[v * 100 for v in row] for row in rows]
     cpus = [f"CPU {i}" for i in range(len(rows))]
-    trace = go.Heatmap(
+    trace = _heatmap(
         z=z,
         x=names[:width],
         y=cpus,
-        colorscale="Blues",
+        colorscale=_BLUES,
         zmin=0,
         zmax=100,
         colorbar={"title": {"text": "% of CPU time"}},
@@ -295,7 +321,7 @@ def latency_histogram_figure(result_or_runs: Result | Sequence[tuple[str, Result
             custom = [[lo, hi, c] for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
             custom.append(custom[-1])
             traces.append(
-                go.Scatter(
+                _scatter(
                     name=SOURCE_NAMES[src] + _suffix(label),
                     legendgroup=src,
                     x=xs,
@@ -351,7 +377,7 @@ def latency_cdf_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) ->
                 f"max {stats['max_ns'] / 1000:.3g} us ({stats['count']} samples)"
             )
             traces.append(
-                go.Scatter(
+                _scatter(
                     name=SOURCE_NAMES[src] + _suffix(label),
                     legendgroup=src,
                     x=xs,
@@ -392,7 +418,7 @@ def wake_vs_intr_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -
             lo, hi = min(lo, wake, intr), max(hi, wake, intr)
             irq = "IRQ_ENABLE" if s["irq_enable"] else "interrupts off"
             traces.append(
-                go.Scatter(
+                _scatter(
                     name=s["name"] + _suffix(label),
                     legendgroup=s["name"],
                     x=[intr],
@@ -420,7 +446,7 @@ def wake_vs_intr_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -
                 lo = min(lo, *[min(p) for p in pos])
                 hi = max(hi, *[max(p) for p in pos])
             traces.append(
-                go.Scatter(
+                _scatter(
                     name="quantiles, all wake-ups" + _suffix(label),
                     legendgroup="quantiles",
                     x=xs,
@@ -439,7 +465,7 @@ def wake_vs_intr_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -
         a, b = lo / 1.5, hi * 1.5
         traces.insert(
             0,
-            go.Scatter(
+            _scatter(
                 name="WakeLatency = IntrLatency",
                 x=[a, b],
                 y=[a, b],
@@ -490,7 +516,7 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
             ys.append(mean)
             custom.append([calls, cost["ipis_sent"], cost["calls"]])
         traces.append(
-            go.Bar(
+            _bar(
                 name=MECHANISM_NAMES.get(mech, mech) + _suffix(label),
                 x=xs,
                 y=ys,
@@ -554,7 +580,7 @@ def timeline_figure(result: Result) -> Figure:
         name = BUSY_NAME if state < 0 or state >= len(names) else names[state]
         ys, base, length, custom = by_state[state]
         traces.append(
-            go.Bar(
+            _bar(
                 name=name + (" (busy)" if name == BUSY_NAME else ""),
                 orientation="h",
                 y=ys,
@@ -649,7 +675,7 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
             hint = _get(s, "mwait_hint") or "-"
             suffix = f" · {pname}" if len(platforms) > 1 else ""
             traces.append(
-                go.Scatter(
+                _scatter(
                     name=name + suffix,
                     legendgroup=name,
                     x=[res_us],
@@ -674,7 +700,7 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
                 value, kind = float(_get(med, "value")), _get(med, "kind")
                 if value > 0:
                     traces.append(
-                        go.Scatter(
+                        _scatter(
                             name=f"{name} median exit ({kind}){suffix}",
                             legendgroup=name,
                             showlegend=False,
