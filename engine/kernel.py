@@ -11,6 +11,7 @@ wake-up sends, idle-loop entry) or idle in a state; arrivals while running exten
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -139,6 +140,66 @@ Q_CAP = 64
 Z_9999 = 3.719016485455709  # standard normal quantile of 0.9999
 
 
+# ------------------------------------------------------------------------------- the arrays
+
+class Cpus(NamedTuple):
+    """What changes per CPU as the run goes: the kernel's working state."""
+
+    cs: np.ndarray  # (cpu, C_*) integer state
+    queue: np.ndarray  # the event queue (new_queue)
+    g: np.ndarray  # (cpu, governor column): each governor's per-CPU data
+    q_t: np.ndarray  # (cpu, Q_CAP) call queue: when each entry was queued
+    q_kind: np.ndarray  # 0 function call, 1 task wake-up
+    q_src: np.ndarray  # the CPU that queued it
+    seen: np.ndarray  # (reader, cpu): the version of cpu's idle word that reader last read
+    rng: np.ndarray  # each CPU's own generator (engine.streams)
+
+
+class Table(NamedTuple):
+    """Per-state figures of the platform table, with this run's overrides (index = state)."""
+
+    res_ns: np.ndarray  # target residency
+    exit_ns: np.ndarray  # exit latency: the table's worst case
+    enabled: np.ndarray
+    irq_on: np.ndarray  # entered with interrupts enabled (CPUIDLE_FLAG_IRQ_ENABLE, or POLL)
+    direct_saving: np.ndarray  # what taking the interrupt in the state saves the woken task
+    entry_ns: np.ndarray  # from the start of the state to the wait itself
+    median_ns: np.ndarray  # exit latency median
+    sigma: np.ndarray  # exit latency log-normal shape
+
+
+class Arrivals(NamedTuple):
+    """Everything that arrives from outside the model: timers and the pre-drawn streams."""
+
+    tm_next: np.ndarray  # (timer, cpu): next expiry, INF where not armed
+    tm_period: np.ndarray
+    tm_handler: np.ndarray
+    tm_work: np.ndarray
+    irq_t: np.ndarray  # device interrupts of all CPUs back to back; CPU c's from irq_off[c]
+    irq_off: np.ndarray
+    snd_t: np.ndarray  # no-wait calls each CPU makes: request time, target, offsets
+    snd_dst: np.ndarray
+    snd_off: np.ndarray
+    ssnd_t: np.ndarray  # task wake-ups each CPU makes
+    ssnd_dst: np.ndarray
+    ssnd_off: np.ndarray
+    inc_t: np.ndarray  # for the oracle: the requests each CPU will receive, by target
+    inc_off: np.ndarray
+
+
+class Stats(NamedTuple):
+    """The counters and samples a result is built from."""
+
+    st: np.ndarray  # (ST_*, cpu, state): cpuidle's per-state counters
+    ssum: np.ndarray  # (S_*, state): latency sums
+    lat_buf: np.ndarray  # latency samples of every source back to back; source j's from lat_off[j]
+    lat_off: np.ndarray
+    lat_cnt: np.ndarray
+    ctr: np.ndarray  # K_* counters
+    fsum: np.ndarray  # F_* float sums
+    tl: np.ndarray  # timeline rows (cpu, start, end, state)
+
+
 # ------------------------------------------------------------------------------------------ random
 
 
@@ -217,16 +278,12 @@ def _schedule(
     queue: np.ndarray,
     c: int,
     ip: np.ndarray,
-    tm_next: np.ndarray,
-    irq_t: np.ndarray,
-    irq_off: np.ndarray,
-    snd_t: np.ndarray,
-    snd_off: np.ndarray,
-    ssnd_t: np.ndarray,
-    ssnd_off: np.ndarray,
+    arr: Arrivals,
 ) -> None:
     """Compute CPU c's next event and put it in the queue. Ties: arrivals before the end of work."""
-    t, k = _next_timer(tm_next, c)
+    irq_t, irq_off = arr.irq_t, arr.irq_off
+    snd_t, snd_off, ssnd_t, ssnd_off = arr.snd_t, arr.snd_off, arr.ssnd_t, arr.ssnd_off
+    t, k = _next_timer(arr.tm_next, c)
     kind = EV_TIMER
     arg = k
     if cs[c, C_TICK_STOPPED] == 0 and cs[c, C_TICK_NEXT] < t:
@@ -271,17 +328,11 @@ def schedule_all(
     cs: np.ndarray,
     queue: np.ndarray,
     ip: np.ndarray,
-    tm_next: np.ndarray,
-    irq_t: np.ndarray,
-    irq_off: np.ndarray,
-    snd_t: np.ndarray,
-    snd_off: np.ndarray,
-    ssnd_t: np.ndarray,
-    ssnd_off: np.ndarray,
+    arr: Arrivals,
 ) -> None:
     """Every CPU's first event."""
     for c in range(cs.shape[0]):
-        _schedule(cs, queue, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+        _schedule(cs, queue, c, ip, arr)
 
 
 # ------------------------------------------------------------------------------ cache-line traffic
@@ -332,11 +383,11 @@ def _word_write(
 
 
 @compiled(inline=True)
-def _sample(lat_buf: np.ndarray, lat_off: np.ndarray, lat_cnt: np.ndarray, src: int, value: int) -> None:
-    i = lat_cnt[src]
-    if lat_off[src] + i < lat_off[src + 1]:
-        lat_buf[lat_off[src] + i] = value
-        lat_cnt[src] = i + 1
+def _sample(stats: Stats, src: int, value: int) -> None:
+    i = stats.lat_cnt[src]
+    if stats.lat_off[src] + i < stats.lat_off[src + 1]:
+        stats.lat_buf[stats.lat_off[src] + i] = value
+        stats.lat_cnt[src] = i + 1
 
 
 @compiled(inline=True)
@@ -347,11 +398,10 @@ def _account_idle(
     start: int,
     ret: int,
     t_end: int,
-    res_ns: np.ndarray,
-    exit_ns: np.ndarray,
-    enabled: np.ndarray,
+    tab: Table,
 ) -> int:
     """cpuidle_enter_state()'s bookkeeping after the state returns; gives last_residency_ns."""
+    res_ns, exit_ns, enabled = tab.res_ns, tab.exit_ns, tab.enabled
     diff = ret - start
     st[ST_USAGE, c, s] += 1
     st[ST_TIME, c, s] += diff
@@ -377,29 +427,24 @@ def _account_idle(
 
 @compiled()
 def _drain(
-    cs: np.ndarray,
+    cpus: Cpus,
     c: int,
     t: int,
-    q_t: np.ndarray,
-    q_kind: np.ndarray,
-    q_src: np.ndarray,
     fp: np.ndarray,
     ip: np.ndarray,
-    rng: np.ndarray,
-    lat_buf: np.ndarray,
-    lat_off: np.ndarray,
-    lat_cnt: np.ndarray,
+    stats: Stats,
 ) -> tuple[int, int]:
     """flush_smp_call_function_queue() at t: run the calls, then the woken tasks.
 
     Returns (end of the call functions, CPU time of the woken tasks including the switch).
     """
+    cs, q_t, q_kind, q_src, rng = cpus.cs, cpus.q_t, cpus.q_kind, cpus.q_src, cpus.rng
     tt = t
     func_ns = int(fp[P_IPI_FUNC])
     n = cs[c, C_QLEN]
     for i in range(n):
         if q_kind[c, i] == 0:
-            _sample(lat_buf, lat_off, lat_cnt, L_IPI, tt - q_t[c, i])
+            _sample(stats, L_IPI, tt - q_t[c, i])
             tt += func_ns
             src = q_src[c, i]
             # csd_unlock() on this CPU: the sender's csd line is now ours, and free.
@@ -411,7 +456,7 @@ def _drain(
     switch = int(fp[P_SCHED_SWITCH])
     for i in range(n):
         if q_kind[c, i] == 1:
-            _sample(lat_buf, lat_off, lat_cnt, L_SCHED, tt + tasks + switch - q_t[c, i])
+            _sample(stats, L_SCHED, tt + tasks + switch - q_t[c, i])
             tasks += switch + _exp_draw(rng, c, fp[P_SCHED_WORK], ip[I_SCHED_WORK_EXP] == 1)
     cs[c, C_QLEN] = 0
     cs[c, C_Q_OWNER] = c
@@ -420,7 +465,7 @@ def _drain(
 
 @compiled()
 def _call(
-    cs: np.ndarray,
+    cpus: Cpus,
     src: int,
     dst: int,
     t: int,
@@ -428,20 +473,16 @@ def _call(
     spun_cyc: float,
     fp: np.ndarray,
     ip: np.ndarray,
-    seen: np.ndarray,
-    ctr: np.ndarray,
-    fsum: np.ndarray,
-    q_t: np.ndarray,
-    q_kind: np.ndarray,
-    q_src: np.ndarray,
-    irq_t: np.ndarray,
-    irq_off: np.ndarray,
+    stats: Stats,
+    arr: Arrivals,
 ) -> float:
     """The sender's side of one wake-up (kind 0: no-wait smp_call_function_single, 1: ttwu).
 
     Returns the sender's cost in TSC cycles (csd_lock() wait included: `spun_cyc` is a wait
     already spent spinning) and posts the signal that will wake the target.
     """
+    cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
+    q_t, q_kind, q_src, irq_t, irq_off = cpus.q_t, cpus.q_kind, cpus.q_src, arr.irq_t, arr.irq_off
     cores = ip[I_CORES]
     ghz = fp[P_TSC_GHZ]
     loc = 0 if src // cores == dst // cores else 1
@@ -556,48 +597,19 @@ def _post(cs: np.ndarray, dst: int, t: int, signal_type: int) -> None:
 @compiled()
 def run_until(
     t_stop: int,
-    cs: np.ndarray,
-    queue: np.ndarray,
-    g: np.ndarray,
+    cpus: Cpus,
+    tab: Table,
+    arr: Arrivals,
+    stats: Stats,
     fp: np.ndarray,
     ip: np.ndarray,
-    res_ns: np.ndarray,
-    exit_ns: np.ndarray,
-    enabled: np.ndarray,
-    irq_on: np.ndarray,
-    direct_saving: np.ndarray,
-    entry_ns: np.ndarray,
-    median_ns: np.ndarray,
-    sigma: np.ndarray,
-    tm_next: np.ndarray,
-    tm_period: np.ndarray,
-    tm_handler: np.ndarray,
-    tm_work: np.ndarray,
-    irq_t: np.ndarray,
-    irq_off: np.ndarray,
-    snd_t: np.ndarray,
-    snd_dst: np.ndarray,
-    snd_off: np.ndarray,
-    ssnd_t: np.ndarray,
-    ssnd_dst: np.ndarray,
-    ssnd_off: np.ndarray,
-    inc_t: np.ndarray,
-    inc_off: np.ndarray,
-    q_t: np.ndarray,
-    q_kind: np.ndarray,
-    q_src: np.ndarray,
-    seen: np.ndarray,
-    rng: np.ndarray,
-    st: np.ndarray,
-    ssum: np.ndarray,
-    lat_buf: np.ndarray,
-    lat_off: np.ndarray,
-    lat_cnt: np.ndarray,
-    ctr: np.ndarray,
-    fsum: np.ndarray,
-    tl: np.ndarray,
 ) -> None:
     """Process every event before t_stop (the caller steps t_stop to report progress)."""
+    cs, queue, g, seen, rng = cpus.cs, cpus.queue, cpus.g, cpus.seen, cpus.rng
+    irq_on, direct_saving, median_ns, sigma = tab.irq_on, tab.direct_saving, tab.median_ns, tab.sigma
+    tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
+    snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
+    st, ssum, ctr, fsum, tl = stats.st, stats.ssum, stats.ctr, stats.fsum, stats.tl
     cores = ip[I_CORES]
     tick_ns = ip[I_TICK_NS]
     t_end = ip[I_T_END]
@@ -630,7 +642,7 @@ def run_until(
                 cs[c, C_BUSY_UNTIL] = start
                 cs[c, C_FREE_AT] = start
                 cs[c, C_POLL_CLEAR_AT] = start
-                _schedule(cs, queue, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+                _schedule(cs, queue, c, ip, arr)
                 continue
             x = 0
             if not poll and t >= mw:
@@ -659,9 +671,7 @@ def run_until(
                 if irq_on[s]:
                     t_irq = t_hw + e_ns
                     if kind == EV_SIGNAL:
-                        t_hend, task_ns = _drain(
-                            cs, c, t_irq, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt
-                        )
+                        t_hend, task_ns = _drain(cpus, c, t_irq, fp, ip, stats)
                         drained_end = t_hend
                     else:
                         t_hend = t_irq + handler
@@ -672,9 +682,7 @@ def run_until(
                     ret = t_hw
                     t_irq = ret + h_ns + e_ns
                     if kind == EV_SIGNAL:
-                        t_hend, task_ns = _drain(
-                            cs, c, t_irq, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt
-                        )
+                        t_hend, task_ns = _drain(cpus, c, t_irq, fp, ip, stats)
                         drained_end = t_hend
                     else:
                         t_hend = t_irq + handler
@@ -682,13 +690,13 @@ def run_until(
                     t_task = t_after + sw_ns
                 ssum[S_INTR_SUM, s] += t_irq - t
                 ssum[S_INTR_N, s] += 1
-                _sample(lat_buf, lat_off, lat_cnt, L_INTR, t_irq - t)
+                _sample(stats, L_INTR, t_irq - t)
                 if kind == EV_TIMER:
-                    _sample(lat_buf, lat_off, lat_cnt, L_TIMER, t_task - t)
+                    _sample(stats, L_TIMER, t_task - t)
                     task_ns = (t_task - t_after) + tm_work[arg]
                     wakes_task = True
                 elif kind == EV_IRQ:
-                    _sample(lat_buf, lat_off, lat_cnt, L_IRQ, t_irq - t)
+                    _sample(stats, L_IRQ, t_irq - t)
                     task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
                     wakes_task = task_ns > 0
             else:
@@ -708,7 +716,7 @@ def run_until(
                     wake = ret - t
                 ssum[S_WAKE_SUM, s] += wake
                 ssum[S_WAKE_N, s] += 1
-                _sample(lat_buf, lat_off, lat_cnt, L_WAKE, wake)
+                _sample(stats, L_WAKE, wake)
                 ctr[K_WAKEUPS] += 1
             if kind == EV_TIMER:
                 tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
@@ -716,7 +724,7 @@ def run_until(
                 cs[c, C_IRQ_PTR] += 1
             elif kind == EV_TICK:
                 cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
-            last_res = _account_idle(st, c, s, start, ret, t_end, res_ns, exit_ns, enabled)
+            last_res = _account_idle(st, c, s, start, ret, t_end, tab)
             reflect(ip[I_GOV], g, c, s, last_res, kind == EV_TICK, kind == EV_POLL_TIMEOUT)
             if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
                 i = ctr[K_TL]
@@ -731,7 +739,7 @@ def run_until(
             cs[c, C_POLL_CLEAR_AT] = t_hw
             # The idle loop's exit flushes the call queue (flush_smp_call_function_queue()).
             if drained_end < 0 and cs[c, C_QLEN] > 0 and kind != EV_POLL_TIMEOUT:
-                t_d, tasks = _drain(cs, c, t_after, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt)
+                t_d, tasks = _drain(cpus, c, t_after, fp, ip, stats)
                 task_ns += (t_d - t_after) + tasks
                 wakes_task = wakes_task or tasks > 0
                 if cs[c, C_SIGNAL_TYPE] == 1:
@@ -743,35 +751,32 @@ def run_until(
                 cs[c, C_TICK_NEXT] = _next_grid(t_after, tick_ns)
             cs[c, C_FREE_AT] = t_after
             cs[c, C_BUSY_UNTIL] = t_after + task_ns
-            _schedule(cs, queue, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+            _schedule(cs, queue, c, ip, arr)
             if ip[I_SPINNERS] > 0:
-                _release_spinners(cs, queue, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+                _release_spinners(cs, queue, ip, arr)
             continue
 
         # ---------------------------------------------------------------- running
         take = max(t, cs[c, C_FREE_AT])
         busy = max(cs[c, C_BUSY_UNTIL], t)
         if kind == EV_BUSY_END:
-            _enter_idle(
-                cs, c, t, g, fp, ip, res_ns, exit_ns, enabled, entry_ns, tm_next, irq_t, irq_off, inc_t, inc_off,
-                seen, ctr, tick_ns,
-            )
+            _enter_idle(cpus, c, t, fp, ip, tab, arr, ctr, tick_ns)
         elif kind == EV_TIMER:
             t_task = take + e_ns + tm_handler[arg] + sw_ns
-            _sample(lat_buf, lat_off, lat_cnt, L_TIMER, t_task - t)
+            _sample(stats, L_TIMER, t_task - t)
             cs[c, C_BUSY_UNTIL] = busy + e_ns + tm_handler[arg] + sw_ns + tm_work[arg]
             tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
         elif kind == EV_TICK:
             cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
             cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
         elif kind == EV_IRQ:
-            _sample(lat_buf, lat_off, lat_cnt, L_IRQ, take + e_ns - t)
+            _sample(stats, L_IRQ, take + e_ns - t)
             work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
             cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_IRQ_HANDLER]) + work
             cs[c, C_IRQ_PTR] += 1
         elif kind == EV_SIGNAL:
             at = take + (e_ns if cs[c, C_SIGNAL_TYPE] == 0 else 0)
-            t_d, tasks = _drain(cs, c, at, q_t, q_kind, q_src, fp, ip, rng, lat_buf, lat_off, lat_cnt)
+            t_d, tasks = _drain(cpus, c, at, fp, ip, stats)
             cs[c, C_BUSY_UNTIL] = busy + (at - take) + (t_d - at) + tasks
             cs[c, C_SIGNAL_AT] = INF
         elif kind == EV_SEND:
@@ -792,22 +797,20 @@ def run_until(
                 ctr[K_CSD_WAIT] += cs[c, C_SPUN_NS]
                 spun = cs[c, C_SPUN_NS] * fp[P_TSC_GHZ]
                 cs[c, C_SPUN_NS] = 0
-                cyc = _call(
-                    cs, c, snd_dst[p], t, 0, spun, fp, ip, seen, ctr, fsum, q_t, q_kind, q_src, irq_t, irq_off
-                )
+                cyc = _call(cpus, c, snd_dst[p], t, 0, spun, fp, ip, stats, arr)
                 cs[c, C_BUSY_UNTIL] = busy + int((cyc - spun) / fp[P_TSC_GHZ])
                 cs[c, C_SEND_PTR] = p + 1
-                _schedule(cs, queue, snd_dst[p], ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+                _schedule(cs, queue, snd_dst[p], ip, arr)
         elif kind == EV_SSEND:
             p = cs[c, C_SSEND_PTR]
             ctr[K_SREQ] += 1
-            cyc = _call(cs, c, ssnd_dst[p], t, 1, 0.0, fp, ip, seen, ctr, fsum, q_t, q_kind, q_src, irq_t, irq_off)
+            cyc = _call(cpus, c, ssnd_dst[p], t, 1, 0.0, fp, ip, stats, arr)
             cs[c, C_BUSY_UNTIL] = busy + int(cyc / fp[P_TSC_GHZ])
             cs[c, C_SSEND_PTR] = p + 1
-            _schedule(cs, queue, ssnd_dst[p], ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
-        _schedule(cs, queue, c, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+            _schedule(cs, queue, ssnd_dst[p], ip, arr)
+        _schedule(cs, queue, c, ip, arr)
         if ip[I_SPINNERS] > 0:
-            _release_spinners(cs, queue, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+            _release_spinners(cs, queue, ip, arr)
 
 
 @compiled()
@@ -815,13 +818,7 @@ def _release_spinners(
     cs: np.ndarray,
     queue: np.ndarray,
     ip: np.ndarray,
-    tm_next: np.ndarray,
-    irq_t: np.ndarray,
-    irq_off: np.ndarray,
-    snd_t: np.ndarray,
-    snd_off: np.ndarray,
-    ssnd_t: np.ndarray,
-    ssnd_off: np.ndarray,
+    arr: Arrivals,
 ) -> None:
     """Senders spinning in csd_lock() whose previous call has now run may go on."""
     ip[I_SPINNERS] = 0
@@ -833,33 +830,26 @@ def _release_spinners(
             cs[src, C_SEND_NOT_BEFORE] = cs[src, C_CSD_FREE_AT]
             cs[src, C_SPUN_NS] += spun
             cs[src, C_SPIN_FROM] = INF
-            _schedule(cs, queue, src, ip, tm_next, irq_t, irq_off, snd_t, snd_off, ssnd_t, ssnd_off)
+            _schedule(cs, queue, src, ip, arr)
 
 
 @compiled(inline=True)
 def _enter_idle(
-    cs: np.ndarray,
+    cpus: Cpus,
     c: int,
     t: int,
-    g: np.ndarray,
     fp: np.ndarray,
     ip: np.ndarray,
-    res_ns: np.ndarray,
-    exit_ns: np.ndarray,
-    enabled: np.ndarray,
-    entry_ns: np.ndarray,
-    tm_next: np.ndarray,
-    irq_t: np.ndarray,
-    irq_off: np.ndarray,
-    inc_t: np.ndarray,
-    inc_off: np.ndarray,
-    seen: np.ndarray,
+    tab: Table,
+    arr: Arrivals,
     ctr: np.ndarray,
     tick_ns: int,
 ) -> None:
     """do_idle() -> cpuidle_idle_call(): select a state, maybe stop the tick, enter it."""
+    cs, g, seen = cpus.cs, cpus.g, cpus.seen
+    irq_t, irq_off, inc_t, inc_off = arr.irq_t, arr.irq_off, arr.inc_t, arr.inc_off
     t_start = t + int(fp[P_ENTRY_HK])
-    timer, _ = _next_timer(tm_next, c)
+    timer, _ = _next_timer(arr.tm_next, c)
     sleep_length = min(max(timer - t_start, 0), ip[I_MAX_SLEEP])
     tick_stopped = cs[c, C_TICK_STOPPED] == 1
     delta_tick = sleep_length if tick_stopped else _next_grid(t_start, tick_ns) - t_start
@@ -883,8 +873,8 @@ def _enter_idle(
             oracle = min(oracle, inc_t[p])
         oracle = max(oracle - t_start, 0)
     idx, stop = select_state(
-        ip[I_GOV], g, c, res_ns, exit_ns, enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ], sleep_length, delta_tick,
-        tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ], sleep_length,
+        delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
     )
     if ip[I_NOHZ] == 1 and (stop or tick_stopped):
         cs[c, C_TICK_STOPPED] = 1
@@ -895,7 +885,7 @@ def _enter_idle(
     cs[c, C_MODE] = 1
     cs[c, C_STATE] = idx
     cs[c, C_IDLE_START] = t_start
-    cs[c, C_MWAIT_AT] = t_start + entry_ns[idx]
+    cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
     cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):

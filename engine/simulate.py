@@ -232,20 +232,22 @@ class _Prepared:
         self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
         self.tl = np.zeros((TIMELINE_ROWS, 4), dtype=np.int64)
-        K.schedule_all(
-            cs, self.queue, ip, self.tm_next, self.irq_t, self.irq_off, self.snd_t, self.snd_off, self.ssnd_t,
-            self.ssnd_off,
+        self.cpus = K.Cpus(cs, self.queue, self.g, self.q_t, self.q_kind, self.q_src, self.seen, self.rng)
+        self.tab = K.Table(
+            self.res_ns, self.exit_ns, self.enabled, self.irq_on, self.direct_saving, self.entry_ns,
+            self.median_ns, self.sigma,
         )
+        self.arr = K.Arrivals(
+            self.tm_next, self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t,
+            self.snd_dst, self.snd_off, self.ssnd_t, self.ssnd_dst, self.ssnd_off, self.inc_t, self.inc_off,
+        )
+        self.stats = K.Stats(
+            self.st, self.ssum, self.lat_buf, self.lat_off, self.lat_cnt, self.ctr, self.fsum, self.tl
+        )
+        K.schedule_all(cs, self.queue, ip, self.arr)
 
     def step(self, t_stop: int) -> None:
-        K.run_until(
-            t_stop, self.cs, self.queue, self.g, self.fp, self.ip, self.res_ns, self.exit_ns, self.enabled,
-            self.irq_on, self.direct_saving, self.entry_ns, self.median_ns, self.sigma, self.tm_next,
-            self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t, self.snd_dst,
-            self.snd_off, self.ssnd_t, self.ssnd_dst, self.ssnd_off, self.inc_t, self.inc_off, self.q_t,
-            self.q_kind, self.q_src, self.seen, self.rng, self.st, self.ssum, self.lat_buf, self.lat_off,
-            self.lat_cnt, self.ctr, self.fsum, self.tl,
-        )
+        K.run_until(t_stop, self.cpus, self.tab, self.arr, self.stats, self.fp, self.ip)
 
     # ------------------------------------------------------------------------------------ result
 
