@@ -3,7 +3,10 @@
 The config (issue "Simulation engine"): skx, 2 sockets x 28 cores, menu, 250 Hz tick, 1 kHz
 Poisson device interrupts per CPU, no-wait smp_call_function_single at 200 Hz per CPU with
 half to the other socket, 1 simulated second. `compile_s` is the first call with the numba
-cache cleared (a cold start); the other figures are the best of three warm runs.
+cache cleared (a cold start); the other figures are the best of three warm runs. `prepare_s`,
+`kernel_s` and `result_s` split the same call: drawing the arrival streams, the compiled event
+loop, and building the result (sorting every latency sample); `kernel_wakeups_per_s` is the
+loop alone.
 
     python bench/engine.py
 """
@@ -62,6 +65,8 @@ def main() -> None:
 
     from engine import SimConfig, simulate
 
+    from engine.simulate import _Prepared
+
     config = SimConfig.model_validate(CONFIG)
     simulate(config.model_copy(update={"duration_ms": 1.0}))  # warm (cache or compile)
     best = None
@@ -71,6 +76,16 @@ def main() -> None:
         wall = time.perf_counter() - t
         best = wall if best is None else min(best, wall)
     assert best is not None
+    parts = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        run = _Prepared(config)
+        t1 = time.perf_counter()
+        run.step(run.t_end)
+        t2 = time.perf_counter()
+        run.result()
+        parts.append((t1 - t0, t2 - t1, time.perf_counter() - t2))
+    prepare_s, kernel_s, result_s = (min(p[i] for p in parts) for i in range(3))
     default_t = time.perf_counter()
     simulate(SimConfig())
     default_s = time.perf_counter() - default_t
@@ -80,6 +95,10 @@ def main() -> None:
     print(f"wall_s: {best:.4f}")
     print(f"wakeups_per_s: {result.wakeups / best:.0f}")
     print(f"events_per_s: {result.events / best:.0f}")
+    print(f"prepare_s: {prepare_s:.4f}")
+    print(f"kernel_s: {kernel_s:.4f}")
+    print(f"result_s: {result_s:.4f}")
+    print(f"kernel_wakeups_per_s: {result.wakeups / kernel_s:.0f}")
     print(f"compile_s: {compile_s:.2f}")
     print(f"default_run_s: {default_s:.4f}")
 
