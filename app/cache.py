@@ -20,16 +20,18 @@ writes: it changes whenever any other connection, in this process or any other, 
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
 from sqlalchemy import Engine
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import store
 
@@ -55,7 +57,6 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 class Entry:
     value: Any
     size: int
-    etag: str = ""
     stamp: Hashable = None  # run-keyed: the run's (status, reused_from) when cached
     version: int | None = None  # the change counter when last known valid
 
@@ -178,10 +179,51 @@ class ReadCache:
                 self._bytes -= old.size
 
 
-def etag_response(request: Request, body: bytes, etag: str, media_type: str) -> Response:
-    """`body` with its ETag, or 304 when the client already has it. `no-cache`: clients revalidate
-    every time, so a deleted run is a 404 at once."""
-    headers = {"ETag": etag, "Cache-Control": "no-cache"}
-    if etag_matches(request.headers.get("if-none-match"), etag):
-        return Response(status_code=304, headers=headers)
-    return Response(body, media_type=media_type, headers=headers)
+@dataclass(frozen=True)
+class Answer:
+    """A read's answer as bytes, with its ETag. `no-cache`: clients revalidate every time (a 304
+    costs them nothing), so a deleted run is a 404 at once."""
+
+    body: bytes
+    etag: str
+    media_type: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def response(self, request: Request) -> Response:
+        headers = {"ETag": self.etag, "Cache-Control": "no-cache", **dict(self.headers)}
+        if etag_matches(request.headers.get("if-none-match"), self.etag):
+            return Response(status_code=304, headers=headers)
+        return Response(self.body, media_type=self.media_type, headers=headers)
+
+
+Lookup = Callable[..., Answer | None]
+
+
+class CachedReads:
+    """Serves hot reads before FastAPI's routing, middleware and parameter parsing, which cost
+    several times a cached answer's lookup. Each route module registers `(path pattern, lookup)`
+    pairs (`register`); a lookup gets the request and the pattern's named groups and returns the
+    answer, or None to let the app handle the request as usual (its handlers answer errors, and
+    build what the lookup would not, filling the cache)."""
+
+    def __init__(self, app: ASGIApp, routes: list[tuple[re.Pattern[str], Lookup]]) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            for pattern, lookup in self.routes:
+                match = pattern.fullmatch(scope["path"])
+                if match is not None:
+                    request = Request(scope)
+                    answer = lookup(request, **match.groupdict())
+                    if answer is not None:
+                        await answer.response(request)(scope, receive, send)
+                        return
+                    break
+        await self.app(scope, receive, send)
+
+
+def register(app: Any, path_pattern: str, lookup: Lookup) -> None:
+    """Add a cached read to the app's `CachedReads` (call from a route module's `install(app)`)."""
+    app.state.cached_reads.append((re.compile(path_pattern), lookup))

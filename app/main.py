@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import errors
-from app.cache import ReadCache
+from app.cache import CachedReads, ReadCache
 from app.config import REPO_ROOT, Settings, get_settings
 from app.db import make_db_engine, make_sessionmaker, upgrade_db
 from app.jobs import JobRunner
@@ -139,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = sessionmaker
     app.state.runner = runner
     app.state.read_cache = read_cache
+    app.state.cached_reads = []
     errors.install(app)
     for module_name in ROUTERS:
         module = importlib.import_module(module_name)
@@ -152,5 +153,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # Outermost: a cached read skips everything below it.
+    app.add_middleware(CachedReads, routes=app.state.cached_reads)
     app.openapi = _custom_openapi(app)  # type: ignore[method-assign]
     return app

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import store, views
-from app.cache import FINISHED, Entry, ReadCache, etag_of, etag_response
+from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register
 from app.db import SessionDep, session_scope
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.schemas import (
@@ -157,58 +157,87 @@ async def list_runs(
     """Listed runs (unlisted ones excluded), filtered, sorted and paginated.
 
     Indexed reads of summary columns only (never config or result), run on the event loop; the
-    answer is kept until the database next changes.
+    answer is cached (by query string) until the database next changes.
     """
     cache: ReadCache = request.app.state.read_cache
+    version = cache.version()
     base_url = _base_url(request)
-    key = ("list", platform, governor, mechanism, status, q, sort, order, limit, offset, base_url)
-    entry = cache.versioned_entry(key)
-    if entry is None:
-        version = cache.version()
-        with session_scope(request.app.state.sessionmaker) as session:
-            view = views.list_runs_view(
-                session,
-                platform=platform,
-                governor=governor,
-                mechanism=mechanism,
-                status=status,
-                q=q,
-                sort=sort,
-                order=order,
-                limit=limit,
-                offset=offset,
-                base_url=base_url,
-            )
-        body = view.to_json()
-        entry = Entry(body, len(body), etag_of(body), version=version)
-        if version is not None:
-            cache.put(key, entry)
-    return etag_response(request, entry.value, entry.etag, "application/json")
+    with session_scope(request.app.state.sessionmaker) as session:
+        view = views.list_runs_view(
+            session,
+            platform=platform,
+            governor=governor,
+            mechanism=mechanism,
+            status=status,
+            q=q,
+            sort=sort,
+            order=order,
+            limit=limit,
+            offset=offset,
+            base_url=base_url,
+        )
+    answer = _answer(view.to_json())
+    if version is not None:
+        cache.put(_list_key(request, base_url), Entry(answer, len(answer.body), version=version))
+    return answer.response(request)
+
+
+def _list_key(request: Request, base_url: str) -> tuple[str, ...]:
+    return ("list", request.scope["query_string"].decode("latin-1"), base_url)
+
+
+def cached_list(request: Request) -> Answer | None:
+    entry = request.app.state.read_cache.versioned_entry(_list_key(request, _base_url(request)))
+    return None if entry is None else entry.value  # type: ignore[no-any-return]
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
 async def get_run(run_id: str, request: Request) -> Response:
     """A run with its config and, once done, its result (stored bytes, not rebuilt).
 
-    The hot read path, run on the event loop itself (SQLite in WAL mode never blocks a reader on a
-    writer): a finished run's answer is cached and revalidated with a two-column primary-key read
-    (none when the database has not changed); otherwise one indexed read with the stored JSON
-    spliced into the answer.
+    `run_answer` answers it before routing; this handler documents it and answers 404s.
+    """
+    answer = run_answer(request, run_id)
+    if answer is None:
+        raise NotFound(f"run {run_id!r} not found")
+    return answer.response(request)
+
+
+def run_answer(request: Request, run_id: str) -> Answer | None:
+    """The hot read, on the event loop itself (SQLite in WAL mode never blocks a reader on a
+    writer); None if there is no such run.
+
+    A finished run's answer comes from the cache, revalidated by a two-column primary-key read
+    (none while the database has not changed). Otherwise one indexed read, the stored JSON
+    spliced into the answer, and the answer cached if the run is finished.
     """
     cache: ReadCache = request.app.state.read_cache
     base_url = _base_url(request)
     key = ("run", run_id, "api", base_url)
     entry = cache.run_entry(key, run_id)
-    if entry is None:
-        version = cache.version()
+    if entry is not None:
+        return entry.value  # type: ignore[no-any-return]
+    version = cache.version()
+    try:
         with session_scope(request.app.state.sessionmaker) as session:
             view = views.load_run_view(session, run_id, base_url)
-        body = view.to_json()
-        if view.status not in FINISHED:
-            return _json(body)
+    except NotFound:
+        return None
+    answer = _answer(view.to_json())
+    if view.status in FINISHED:
         stamp = (view.status, view.reused_from)
-        entry = cache.put(key, Entry(body, len(body), etag_of(body), stamp, version))
-    return etag_response(request, entry.value, entry.etag, "application/json")
+        cache.put(key, Entry(answer, len(answer.body), stamp=stamp, version=version))
+    return answer
+
+
+def _answer(body: bytes) -> Answer:
+    return Answer(body, etag_of(body), "application/json")
+
+
+def install(app: Any) -> None:
+    """Called by `create_app()`: runs and cached lists are answered before routing."""
+    register(app, "/api/runs", cached_list)
+    register(app, "/api/runs/(?P<run_id>[^/]+)", run_answer)
 
 
 @router.delete(

@@ -35,7 +35,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import charts
-from app.cache import FINISHED, Entry, ReadCache, etag_of, etag_response
+from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register
 from app.config import REPO_ROOT
 from app.errors import NotFound
 from engine.config import GovernorName, Mechanism, SimConfig
@@ -225,8 +225,10 @@ class DashboardMiddleware:
 
 
 def install(app: Any) -> None:
-    """Call from `create_app()`: adds `DashboardMiddleware` and the page templates (for error.html)."""
+    """Call from `create_app()`: adds `DashboardMiddleware`, the page templates (for error.html)
+    and the cached run pages."""
     app.add_middleware(DashboardMiddleware)
+    register(app, "/runs/(?P<run_id>[^/]+)", cached_run_page)
     if getattr(app.state, "templates", None) is None:
         app.state.templates = templates
 
@@ -878,33 +880,68 @@ def result_csv(result: Mapping[str, Any]) -> str:
 # Where the "compare with" candidates go in a rendered run page: they change whenever another run
 # finishes, so a finished run's page is cached around them. Random: page content cannot forge it.
 _COMPARE_OPTIONS_MARK = f"<!--compare-options-{secrets.token_hex(8)}-->"
+_COMPARE_OPTIONS_KEY = ("compare-options",)
+HTML_HEADERS = (("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"))
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """The newest finished runs as `<option>` HTML, by run id."""
+
+    items: list[tuple[str, bytes]]
+    etag: str
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """A rendered run page cut where the compare candidates go (`tail` empty: none go there)."""
+
+    head: bytes
+    tail: bytes
+    etag: str
+
+    def answer(self, run_id: str, options: CompareOptions | None) -> Answer:
+        if not self.tail or options is None:
+            return Answer(self.head + self.tail, self.etag, "text/html; charset=utf-8", HTML_HEADERS)
+        others = b"".join(html for rid, html in options.items if rid != run_id)
+        etag = f"{self.etag[:-1]}-{options.etag[1:]}"
+        return Answer(self.head + others + self.tail, etag, "text/html; charset=utf-8", HTML_HEADERS)
+
+
+def _page_key(run_id: str) -> tuple[str, ...]:
+    return ("run", run_id, "page")
+
+
+def cached_run_page(request: Request, run_id: str) -> Answer | None:
+    """The page if it and its compare candidates are cached and fresh (no rendering here)."""
+    cache: ReadCache = request.app.state.read_cache
+    entry = cache.run_entry(_page_key(run_id), run_id)
+    if entry is None:
+        return None
+    page: RunPage = entry.value
+    if not page.tail:
+        return page.answer(run_id, None)
+    options = cache.versioned_entry(_COMPARE_OPTIONS_KEY)
+    return None if options is None else page.answer(run_id, options.value)
 
 
 @router.get("/runs/{run_id}", name="run_page")
 def run_page(request: Request, run_id: str) -> Response:
     """A finished run's page is rendered once (its charts are most of the cost) and cached as
-    bytes; only the list of recent runs to compare with is filled in per request."""
+    bytes (`cached_run_page` serves it); only the recent runs to compare with are filled in."""
     cache: ReadCache = request.app.state.read_cache
-    key = ("run", run_id, "page")
-    entry = cache.run_entry(key, run_id)
+    entry = cache.run_entry(_page_key(run_id), run_id)
     if entry is None:
         version = cache.version()
         run = load_run(request, run_id)
         html = _render_run_page(request, run).encode()
         head, _, tail = html.partition(_COMPARE_OPTIONS_MARK.encode())
-        entry = Entry((head, tail), len(html), etag_of(html), (run["status"], run["reused_from"]), version)
+        stamp = (run["status"], run["reused_from"])
+        entry = Entry(RunPage(head, tail, etag_of(html)), len(html), stamp=stamp, version=version)
         if run["status"] in FINISHED:
-            cache.put(key, entry)
-    head, tail = entry.value
-    etag = entry.etag
-    if tail:
-        options, options_etag = _compare_options(request)
-        head += b"".join(html for rid, html in options if rid != run_id)
-        etag = f"{etag[:-1]}-{options_etag[1:]}"
-    response = etag_response(request, head + tail, etag, "text/html; charset=utf-8")
-    response.headers["Content-Security-Policy"] = CSP
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    return response
+            cache.put(_page_key(run_id), entry)
+    page: RunPage = entry.value
+    return page.answer(run_id, _compare_options(request) if page.tail else None).response(request)
 
 
 def _render_run_page(request: Request, run: dict[str, Any]) -> str:
@@ -923,21 +960,20 @@ def _render_run_page(request: Request, run: dict[str, Any]) -> str:
     return templates.get_template("run.html").render(context)
 
 
-def _compare_options(request: Request) -> tuple[list[tuple[str, bytes]], str]:
-    """The 20 newest finished runs as `<option>`s (id, HTML), and their ETag; kept until the
-    database changes."""
+def _compare_options(request: Request) -> CompareOptions:
+    """The 20 newest finished runs, kept until the database changes."""
     cache: ReadCache = request.app.state.read_cache
-    entry = cache.versioned_entry(("compare-options",))
+    entry = cache.versioned_entry(_COMPARE_OPTIONS_KEY)
     if entry is None:
         version = cache.version()
         option = templates.env.get_template("_macros.html").module.compare_option
         runs = _runs_list(request, limit=20, status="done")["runs"]
-        options = [(r["id"], str(option(r)).encode()) for r in runs]
-        html = b"".join(o for _, o in options)
-        entry = Entry(options, len(html), etag_of(html), version=version)
+        items = [(r["id"], str(option(r)).encode()) for r in runs]
+        html = b"".join(o for _, o in items)
+        entry = Entry(CompareOptions(items, etag_of(html)), len(html), version=version)
         if version is not None:
-            cache.put(("compare-options",), entry)
-    return entry.value, entry.etag
+            cache.put(_COMPARE_OPTIONS_KEY, entry)
+    return entry.value  # type: ignore[no-any-return]
 
 
 # --- compare ---------------------------------------------------------------------------------------
