@@ -42,4 +42,4 @@ lint: setup
 	$(BIN)/mypy
 
 clean:
-	rm -rf .pytest_cache .ruff_cache .mypy_cache
+	rm -rf .pytest_cache .ruff_cache .mypy_cache engine/__pycache__

@@ -56,15 +56,13 @@ def main() -> None:
     try:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         tiny = dict(CONFIG, duration_ms=1, topology={"sockets": 1, "cores_per_socket": 1})
-        out = subprocess.run(
-            [sys.executable, "-c", COLD, json.dumps(tiny)], env=env, check=True, capture_output=True, text=True
-        )
+        cold = [sys.executable, "-c", COLD, json.dumps(tiny)]
+        out = subprocess.run(cold, env=env, check=True, capture_output=True, text=True)
         compile_s = float(out.stdout.strip())
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
     from engine import SimConfig, simulate
-
     from engine.simulate import _Prepared
 
     config = SimConfig.model_validate(CONFIG)

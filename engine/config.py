@@ -48,7 +48,9 @@ class GovernorConfig(_Model):
 class StatesConfig(_Model):
     """Which states may be used, and how they are entered."""
 
-    disabled: list[str] = Field(default_factory=list, description="State names disabled, as in sysfs `disable`.")
+    disabled: list[str] = Field(
+        default_factory=list, description="State names disabled, as in sysfs `disable`."
+    )
     irq_enable: dict[str, bool] = Field(
         default_factory=dict,
         description="Per-state override of CPUIDLE_FLAG_IRQ_ENABLE (enter with interrupts enabled).",
@@ -162,7 +164,9 @@ class OutputConfig(_Model):
 class SimConfig(_Model):
     """One simulation run. Every field has a default; `{}` is the default run."""
 
-    platform: str = Field(default="skx", description="Built-in table name (skx, icx, wsm, ...) or a custom id.")
+    platform: str = Field(
+        default="skx", description="Built-in table name (skx, icx, wsm, ...) or a custom id."
+    )
     platform_table: Platform | None = Field(
         default=None, description="The resolved table for a custom platform (filled in by the service)."
     )
@@ -216,9 +220,9 @@ class SimConfig(_Model):
         expected = self.expected_events(table)
         if expected > MAX_EXPECTED_EVENTS:
             raise ValueError(
-                f"duration_ms: about {expected:,.0f} events expected ({n_cpus} CPUs x {self.duration_ms:g} ms "
-                f"at the configured rates), over the limit of {MAX_EXPECTED_EVENTS:,}; shorten the run or "
-                "lower the rates"
+                f"duration_ms: about {expected:,.0f} events expected "
+                f"({n_cpus} CPUs x {self.duration_ms:g} ms at the configured rates), "
+                f"over the limit of {MAX_EXPECTED_EVENTS:,}; shorten the run or lower the rates"
             )
         return self
 

@@ -24,7 +24,9 @@ INF = np.int64(1) << np.int64(62)
 UINT_MAX = 4294967295
 
 GOV_MENU, GOV_TEO, GOV_LADDER, GOV_ORACLE, GOV_FIXED = 0, 1, 2, 3, 4
-GOVERNOR_IDS = {"menu": GOV_MENU, "teo": GOV_TEO, "ladder": GOV_LADDER, "oracle": GOV_ORACLE, "fixed": GOV_FIXED}
+GOVERNOR_IDS = {
+    "menu": GOV_MENU, "teo": GOV_TEO, "ladder": GOV_LADDER, "oracle": GOV_ORACLE, "fixed": GOV_FIXED
+}
 GOVERNOR_KERNEL = {
     "menu": "menu.c as of ~v6.13+ (iowait influence removed, 38f83090f515)",
     "teo": "teo.c with the Nov 2025 tick-wakeup rework",
@@ -536,11 +538,13 @@ def select_state(
     """cpuidle_select(): the state to enter and whether to stop the tick."""
     if gov == GOV_MENU:
         return menu_select(
-            g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped, tick_ns
+            g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped,
+            tick_ns,
         )
     if gov == GOV_TEO:
         return teo_select(
-            g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped, tick_ns
+            g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped,
+            tick_ns,
         )
     if gov == GOV_LADDER:
         return ladder_select(g, c, exit_ns, enabled, is_poll0, latency_req), False
@@ -559,7 +563,9 @@ def select_state(
 
 
 @compiled()
-def reflect(gov: int, g: np.ndarray, c: int, index: int, last_res: int, tick_wakeup: bool, poll_limit: bool) -> None:
+def reflect(
+    gov: int, g: np.ndarray, c: int, index: int, last_res: int, tick_wakeup: bool, poll_limit: bool
+) -> None:
     """cpuidle_reflect() after a state was entered (never after a rejected entry)."""
     g[c, G_LAST_RES] = last_res
     g[c, G_TICK_WAKEUP] = 1 if tick_wakeup else 0

@@ -1,19 +1,42 @@
-"""How the engine's compiled functions are compiled.
+"""How the engine's compiled functions are compiled and cached.
 
 `cache=True`: compiled once per machine, then loaded. `_nrt=False`: the kernel allocates
 nothing, and without numba's reference counting every array argument costs no atomic
 increment and decrement per call (the event loop got ~1.5x faster). `error_model="numpy"`:
 no Python exception checks on division.
+
+numba decides whether a cached function is stale from its own source file only, not from the
+files of the functions it calls: an edit to governors.py alone would leave the event loop
+cached with the old governors. So the cache lives in a folder named after a digest of every
+compiled module's source (under NUMBA_CACHE_DIR when it is set, else engine/__pycache__).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
+from numba import config as _numba_config
 from numba import njit
 
 F = TypeVar("F", bound=Callable[..., Any])
+numba_config: Any = _numba_config  # its settings are set at run time, from the environment
+
+COMPILED_MODULES = ("jit.py", "streams.py", "governors.py", "kernel.py")
+
+
+def _cache_dir() -> str:
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in COMPILED_MODULES:
+        digest.update((here / name).read_bytes())
+    base = Path(numba_config.CACHE_DIR) if numba_config.CACHE_DIR else here / "__pycache__"
+    return str(base / f"numba-{digest.hexdigest()[:16]}")
+
+
+CACHE_DIR = _cache_dir()
 
 
 def compiled(*, inline: bool = False) -> Callable[[F], F]:
@@ -23,6 +46,12 @@ def compiled(*, inline: bool = False) -> Callable[[F], F]:
         options["inline"] = "always"
 
     def wrap(fn: F) -> F:
-        return njit(**options)(fn)  # type: ignore[no-any-return]
+        # numba picks the cache folder when the function is decorated, from its global config.
+        saved = numba_config.CACHE_DIR
+        numba_config.CACHE_DIR = CACHE_DIR
+        try:
+            return njit(**options)(fn)  # type: ignore[no-any-return]
+        finally:
+            numba_config.CACHE_DIR = saved
 
     return wrap

@@ -349,7 +349,14 @@ def _transfer(ctr: np.ndarray, fp: np.ndarray, cores: int, a: int, b: int, by_ta
 
 @compiled(inline=True)
 def _word_read(
-    cs: np.ndarray, seen: np.ndarray, ctr: np.ndarray, fp: np.ndarray, cores: int, r: int, t: int, by_target: bool
+    cs: np.ndarray,
+    seen: np.ndarray,
+    ctr: np.ndarray,
+    fp: np.ndarray,
+    cores: int,
+    r: int,
+    t: int,
+    by_target: bool,
 ) -> float:
     owner = cs[t, C_WORD_OWNER]
     if owner == r or (owner == -1 and seen[r, t] == cs[t, C_WORD_VER]):
@@ -364,7 +371,14 @@ def _word_read(
 
 @compiled(inline=True)
 def _word_write(
-    cs: np.ndarray, seen: np.ndarray, ctr: np.ndarray, fp: np.ndarray, cores: int, w: int, t: int, by_target: bool
+    cs: np.ndarray,
+    seen: np.ndarray,
+    ctr: np.ndarray,
+    fp: np.ndarray,
+    cores: int,
+    w: int,
+    t: int,
+    by_target: bool,
 ) -> float:
     owner = cs[t, C_WORD_OWNER]
     cyc = 0.0
@@ -873,8 +887,8 @@ def _enter_idle(
             oracle = min(oracle, inc_t[p])
         oracle = max(oracle - t_start, 0)
     idx, stop = select_state(
-        ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ], sleep_length,
-        delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
+        sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
     )
     if ip[I_NOHZ] == 1 and (stop or tick_stopped):
         cs[c, C_TICK_STOPPED] = 1

@@ -131,7 +131,9 @@ def validate_states(states: list[CState]) -> None:
     if not states:
         raise ValueError("states: the table is empty")
     if not states[0].is_poll or states[0].name != "POLL":
-        raise ValueError("states.0: state 0 must be POLL (flags: CPUIDLE_FLAG_POLLING), as cpuidle registers it")
+        raise ValueError(
+            "states.0: state 0 must be POLL (flags: CPUIDLE_FLAG_POLLING), as cpuidle registers it"
+        )
     seen: set[str] = set()
     for i, s in enumerate(states):
         if s.name in seen:
@@ -211,4 +213,5 @@ def load_platform(name: str) -> Platform:
     try:
         return BUILTIN_PLATFORMS[name]
     except KeyError:
-        raise KeyError(f"unknown platform {name!r}; built-in: {', '.join(sorted(BUILTIN_PLATFORMS))}") from None
+        builtin = ", ".join(sorted(BUILTIN_PLATFORMS))
+        raise KeyError(f"unknown platform {name!r}; built-in: {builtin}") from None

@@ -91,7 +91,9 @@ class IpiStats(_Model):
     line_transfers_target: int
     line_transfers_same_socket: int
     line_transfers_other_socket: int
-    stuck_wakeups: int = Field(description="mwait_rfc: targets left waiting because the sender took an interrupt.")
+    stuck_wakeups: int = Field(
+        description="mwait_rfc: targets left waiting because the sender took an interrupt."
+    )
     stuck_mean_ns: float | None
     csd_wait_ns: int = Field(description="Sender time spent in csd_lock() waiting for its previous call.")
 
@@ -122,7 +124,9 @@ class SimResult(_Model):
     sockets: int
     duration_ns: int
     events: int
-    wakeups: int = Field(description="Wake-ups from idle: idle periods ended by an event (POLL time-outs are not).")
+    wakeups: int = Field(
+        description="Wake-ups from idle: idle periods ended by an event (POLL time-outs are not)."
+    )
     states: list[StateStats]
     busy_share: float
     per_cpu_state_names: list[str]

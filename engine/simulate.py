@@ -66,7 +66,9 @@ def simulate(config: SimConfig, *, progress: Callable[[float], None] | None = No
 
 
 def _cpu_set(spec: str | list[int], n: int) -> np.ndarray:
-    return np.arange(n, dtype=np.int64) if spec == "all" else np.array(sorted(set(spec)), dtype=np.int64)
+    if isinstance(spec, str):  # "all", the only string the config accepts
+        return np.arange(n, dtype=np.int64)
+    return np.array(sorted(set(spec)), dtype=np.int64)
 
 
 def _rates(rate_hz: float, cpus: str | list[int], n: int) -> np.ndarray:
@@ -105,13 +107,16 @@ class _Prepared:
         self.median_ns = np.array([s.median_exit_us().value * 1000 for s in states], dtype=np.float64)
         self.sigma = np.array(
             [
-                math.log(s.exit_latency_us * 1000 / m) / K.Z_9999 if m > 0 and s.exit_latency_us * 1000 > m else 0.0
+                math.log(s.exit_latency_us * 1000 / m) / K.Z_9999
+                if m > 0 and s.exit_latency_us * 1000 > m
+                else 0.0
                 for s, m in zip(states, self.median_ns, strict=True)
             ]
         )
         saving = _cost(config, table, "irq_direct_saving_ns")
         self.direct_saving = np.array(
-            [int(saving) if self.irq_on[i] and not s.is_poll else 0 for i, s in enumerate(states)], dtype=np.int64
+            [int(saving) if self.irq_on[i] and not s.is_poll else 0 for i, s in enumerate(states)],
+            dtype=np.int64,
         )
         is_poll0 = states[0].is_poll
         tick_ns = 1_000_000_000 // w.tick.hz
@@ -223,7 +228,8 @@ class _Prepared:
         self.st = np.zeros((6, n, S), dtype=np.int64)
         self.ssum = np.zeros((6, S), dtype=np.float64)
         timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
-        arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + n * (t_end // tick_ns + 2)
+        ticks = n * (t_end // tick_ns + 2)
+        arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + ticks
         caps = [arrivals, arrivals, timer_expiries + n, len(self.irq_t), len(self.snd_t), len(self.ssnd_t)]
         self.lat_off = np.zeros(len(caps) + 1, dtype=np.int64)
         self.lat_off[1:] = np.cumsum(caps)
@@ -455,7 +461,8 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
         if med.kind == "estimate":
             out.append(f"{s.name} median exit latency = {med.value:g} us (estimate: {med.source})")
         if s.entry_cost_ns.kind == "estimate" and s.entry_cost_ns.value:
-            out.append(f"{s.name} entry cost = {s.entry_cost_ns.value:g} ns (estimate: {s.entry_cost_ns.source})")
+            entry = s.entry_cost_ns
+            out.append(f"{s.name} entry cost = {entry.value:g} ns (estimate: {entry.source})")
     out.append(
         "sender cycles are TSC cycles at the nominal clock (tsc_mhz): the 2012 RFC does not say how it "
         "counted cycles, and rdtsc at the nominal clock is the likely reading"

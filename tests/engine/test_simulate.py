@@ -88,7 +88,8 @@ def hand_config(
 
 def timer_phase(period_ns: int, seed: int = SEED, cpu: int = 0) -> int:
     """The first expiry of CPU `cpu`'s only timer, as simulate() draws it."""
-    return int(first_uniforms(stream_seeds(seed, cpu + 1)[cpu : cpu + 1, SRC_TIMERS], 1)[0, 0] * period_ns) or period_ns
+    first = first_uniforms(stream_seeds(seed, cpu + 1)[cpu : cpu + 1, SRC_TIMERS], 1)[0, 0]
+    return int(first * period_ns) or period_ns
 
 
 @pytest.mark.parametrize("irq_enable", [False, True], ids=["irqs-off", "IRQ_ENABLE"])
