@@ -193,9 +193,11 @@ _RUN_ROW_STMT = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).whe
 )
 
 
-def get_run_row(session: Session, run_id: str) -> Row[Any] | None:
-    """The hot read: summary columns plus the stored config and result text, no ORM objects."""
-    return session.connection().execute(_RUN_ROW_STMT, {"run_id": run_id}).first()
+def get_run_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
+    """The hot read: summary columns plus the stored config and result text, no ORM objects.
+    A plain `Connection` will do: no session to set up and tear down on the hot path."""
+    conn = db.connection() if isinstance(db, Session) else db
+    return conn.execute(_RUN_ROW_STMT, {"run_id": run_id}).first()
 
 
 _RUN_STAMP_STMT = select(Run.status, Run.reused_from).where(Run.id == bindparam("run_id"))

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 from pydantic import ValidationError
-from sqlalchemy import Row
+from sqlalchemy import Connection, Row
 from sqlalchemy.orm import Session
 
 from app import store
@@ -119,9 +119,9 @@ class RunView:
         )
 
 
-def load_run_view(session: Session, run_id: str, base_url: str = "") -> RunView:
+def load_run_view(db: Session | Connection, run_id: str, base_url: str = "") -> RunView:
     """A run by id (unlisted ones too: the link is the key). `NotFound` if there is none."""
-    row = store.get_run_row(session, run_id)
+    row = store.get_run_row(db, run_id)
     if row is None:
         raise NotFound(f"run {run_id!r} not found")
     return RunView(_summary(row, base_url), row.config, row.result, bool(row.unlisted))

@@ -219,8 +219,8 @@ def run_answer(request: Request, run_id: str) -> Answer | None:
         return entry.value  # type: ignore[no-any-return]
     version = cache.version()
     try:
-        with session_scope(request.app.state.sessionmaker) as session:
-            view = views.load_run_view(session, run_id, base_url)
+        with cache.db_engine.connect() as conn:
+            view = views.load_run_view(conn, run_id, base_url)
     except NotFound:
         return None
     answer = _answer(view.to_json())
