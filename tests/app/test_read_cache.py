@@ -1,0 +1,166 @@
+"""The read cache: ETags and 304s, and never a stale or deleted run (app/cache.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import delete, update
+
+from app import store
+from app.cache import Entry, ReadCache
+from app.db import make_db_engine, session_scope
+from app.models import Run, utcnow
+from engine import SimConfig
+from tests.app.factories import small_config, submit
+
+
+@pytest.fixture(scope="module")
+def client(live_server: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live_server, timeout=120.0) as c:
+        yield c
+
+
+def finished(client: httpx.Client, **config: Any) -> dict[str, Any]:
+    run = client.post("/api/runs?wait=true", json={"config": small_config(**config)}).json()
+    assert run["status"] == "done", run
+    return run  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("path", ["/api/runs/{id}", "/runs/{id}", "/api/runs?limit=5"])
+def test_etag_answers_304_and_the_same_body_otherwise(client: httpx.Client, path: str) -> None:
+    run = finished(client, seed=101)
+    url = path.format(id=run["id"])
+    first = client.get(url)
+    assert first.status_code == 200
+    etag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"
+    again = client.get(url, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    assert client.get(url, headers={"If-None-Match": '"other"'}).content == first.content
+
+
+def test_deleted_run_is_404_at_once(client: httpx.Client) -> None:
+    run = finished(client, seed=102)
+    etags = {}
+    for url in (f"/api/runs/{run['id']}", f"/runs/{run['id']}"):
+        for _ in range(2):  # cached by now
+            r = client.get(url)
+            assert r.status_code == 200
+        etags[url] = r.headers["etag"]
+    r = client.delete(f"/api/runs/{run['id']}", headers={"X-Delete-Token": run["delete_token"]})
+    assert r.status_code == 204
+    for url, etag in etags.items():
+        assert client.get(url).status_code == 404
+        assert client.get(url, headers={"If-None-Match": etag}).status_code == 404
+
+
+def test_copy_no_longer_names_its_deleted_original(client: httpx.Client) -> None:
+    first = finished(client, seed=103)
+    copy = finished(client, seed=103)
+    assert copy["reused_from"] == first["id"]
+    assert client.get(f"/api/runs/{copy['id']}").json()["reused_from"] == first["id"]  # cached
+    client.delete(f"/api/runs/{first['id']}", headers={"X-Delete-Token": first["delete_token"]})
+    assert client.get(f"/api/runs/{copy['id']}").json()["reused_from"] is None
+
+
+def test_cached_run_page_offers_runs_finished_after_it(client: httpx.Client) -> None:
+    a = finished(client, seed=104)
+    page = client.get(f"/runs/{a['id']}")
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    b = finished(client, seed=105)
+    again = client.get(f"/runs/{a['id']}", headers={"If-None-Match": page.headers["etag"]})
+    assert again.status_code == 200
+    assert f'<option value="{b["id"]}">' in again.text
+    assert f'<option value="{a["id"]}">' not in again.text  # not offered to compare with itself
+
+
+def _finish_outside_the_runner(app: Any, result_json: bytes = b'{"fake": true}') -> str:
+    with session_scope(app.state.sessionmaker) as session:
+        new = store.create_run(session, SimConfig.model_validate(small_config()), title="done elsewhere")
+        store.mark_done(
+            new.run,
+            result_json=result_json,
+            summary={},
+            engine_version="test",
+            wall_s=0.0,
+            compile_s=0.0,
+            started_at=utcnow(),
+        )
+        return new.run.id
+
+
+def test_run_deleted_by_another_process_is_404_at_once(app_client: Any) -> None:
+    run_id = _finish_outside_the_runner(app_client.app)
+    for _ in range(2):
+        assert app_client.get(f"/api/runs/{run_id}").json()["result"] == {"fake": True}
+    other = make_db_engine(app_client.app.state.settings.database_url)  # not the app's connections
+    try:
+        with other.begin() as conn:
+            conn.execute(delete(Run).where(Run.id == run_id))
+    finally:
+        other.dispose()
+    assert app_client.get(f"/api/runs/{run_id}").status_code == 404
+
+
+def test_queued_and_running_runs_are_never_stale(app_client: Any) -> None:
+    run_id = submit(app_client)["id"]  # no workers: it stays queued until this test moves it
+    assert app_client.get(f"/api/runs/{run_id}").json()["status"] == "queued"
+    app = app_client.app
+    with session_scope(app.state.sessionmaker) as session:
+        assert store.claim_run(session, run_id, utcnow()) is not None
+    for progress in (0.25, 0.5):
+        with session_scope(app.state.sessionmaker) as session:
+            store.set_progress(session, {run_id: progress})
+        run = app_client.get(f"/api/runs/{run_id}").json()
+        assert (run["status"], run["progress"]) == ("running", progress)
+        assert f"Running: {int(progress * 100)}% simulated" in app_client.get(f"/runs/{run_id}").text
+    with session_scope(app.state.sessionmaker) as session:
+        store.finish_run(
+            session,
+            run_id,
+            result_json=b'{"fake": true}',
+            summary={},
+            engine_version="test",
+            wall_s=0.0,
+            compile_s=0.0,
+        )
+    run = app_client.get(f"/api/runs/{run_id}").json()
+    assert (run["status"], run["result"]) == ("done", {"fake": True})
+
+
+def test_list_follows_every_write(app_client: Any) -> None:
+    app = app_client.app
+    before = app_client.get("/api/runs", params={"q": "listed-later"}).json()
+    assert before["total"] == 0
+    run_id = submit(app_client, title="listed-later")["id"]
+    assert app_client.get("/api/runs", params={"q": "listed-later"}).json()["total"] == 1
+    other = make_db_engine(app.state.settings.database_url)
+    try:
+        with other.begin() as conn:
+            conn.execute(update(Run).where(Run.id == run_id).values(title="renamed elsewhere"))
+    finally:
+        other.dispose()
+    assert app_client.get("/api/runs", params={"q": "listed-later"}).json()["total"] == 0
+
+
+def test_cache_drops_least_recently_used_past_its_size(tmp_path: Path) -> None:
+    db_engine = make_db_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+    try:
+        cache = ReadCache(db_engine, max_bytes=100)
+        version = cache.version()
+        cache.put(("list", "a"), Entry("a", 60, version=version))
+        cache.put(("list", "b"), Entry("b", 30, version=version))
+        assert cache.versioned_entry(("list", "a")) is not None  # now the most recently used
+        cache.put(("list", "c"), Entry("c", 30, version=version))
+        assert cache.versioned_entry(("list", "b")) is None
+        assert cache.versioned_entry(("list", "a")) is not None
+        cache.put(("list", "huge"), Entry("huge", 101, version=version))
+        assert cache.versioned_entry(("list", "huge")) is None
+        assert cache.versioned_entry(("list", "c")) is not None
+        cache.close()
+    finally:
+        db_engine.dispose()
