@@ -26,6 +26,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from fastapi import Request
@@ -192,11 +193,39 @@ class Answer:
     media_type: str
     headers: tuple[tuple[str, str], ...] = ()
 
+    @cached_property
+    def _not_modified_headers(self) -> list[tuple[bytes, bytes]]:
+        extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]
+        return [(b"etag", self.etag.encode("latin-1")), (b"cache-control", b"no-cache"), *extra]
+
+    @cached_property
+    def _ok_headers(self) -> list[tuple[bytes, bytes]]:
+        return [
+            (b"content-type", self.media_type.encode("latin-1")),
+            (b"content-length", str(len(self.body)).encode("latin-1")),
+            *self._not_modified_headers,
+        ]
+
+    def _status_headers_body(self, if_none_match: str | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        if etag_matches(if_none_match, self.etag):
+            return 304, self._not_modified_headers, b""
+        return 200, self._ok_headers, self.body
+
     def response(self, request: Request) -> Response:
-        headers = {"ETag": self.etag, "Cache-Control": "no-cache", **dict(self.headers)}
-        if etag_matches(request.headers.get("if-none-match"), self.etag):
-            return Response(status_code=304, headers=headers)
-        return Response(self.body, media_type=self.media_type, headers=headers)
+        """For a handler to return."""
+        status, headers, body = self._status_headers_body(request.headers.get("if-none-match"))
+        response = Response(body, status_code=status)
+        response.raw_headers = list(headers)
+        return response
+
+    async def send(self, scope: Scope, send: Send) -> None:
+        """Straight to the server, no Response object (the hot path)."""
+        if_none_match = next(
+            (v.decode("latin-1") for k, v in scope["headers"] if k == b"if-none-match"), None
+        )
+        status, headers, body = self._status_headers_body(if_none_match)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 Lookup = Callable[..., Answer | None]
@@ -221,7 +250,7 @@ class CachedReads:
                     request = Request(scope)
                     answer = lookup(request, **match.groupdict())
                     if answer is not None:
-                        await answer.response(request)(scope, receive, send)
+                        await answer.send(scope, send)
                         return
                     break
         await self.app(scope, receive, send)
