@@ -24,7 +24,8 @@ import argparse
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,10 +205,12 @@ def _run_here(factory: sessionmaker[Session], scenario: Scenario, role: str, con
 
 
 def ensure_runs(
-    factory: sessionmaker[Session], names: Sequence[str] = VALIDATION_SCENARIOS
+    factory: sessionmaker[Session],
+    names: Sequence[str] = VALIDATION_SCENARIOS,
+    say: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, RunRef]]:
     """Finished runs of every role of the named scenarios by the current engine, simulating and
-    storing the missing ones. Blocking (call it from a thread in async code)."""
+    storing the missing ones (`say` hears about each). Blocking (call it from a thread in async code)."""
     version = engine_version()
     with _LOCK:
         out: dict[str, dict[str, RunRef]] = {}
@@ -218,12 +221,17 @@ def ensure_runs(
                 with session_scope(factory) as session:
                     run = find_done_run(session, config, version)
                     ref = _ref(role, run) if run is not None else None
-                runs[role] = ref if ref is not None else _run_here(factory, scenario, role, config)
+                if ref is None:
+                    with _announced(say, scenario, role):
+                        ref = _run_here(factory, scenario, role, config)
+                runs[role] = ref
             out[name] = runs
         return out
 
 
-def simulate_in_memory(names: Sequence[str] = VALIDATION_SCENARIOS) -> dict[str, dict[str, RunRef]]:
+def simulate_in_memory(
+    names: Sequence[str] = VALIDATION_SCENARIOS, say: Callable[[str], None] | None = None
+) -> dict[str, dict[str, RunRef]]:
     """The same runs without a database (the `--no-db` command line)."""
     from engine import simulate
 
@@ -232,11 +240,23 @@ def simulate_in_memory(names: Sequence[str] = VALIDATION_SCENARIOS) -> dict[str,
         scenario = SCENARIOS[name]
         out[name] = {}
         for role, config in scenario.configs():
-            result = simulate(config)
+            with _announced(say, scenario, role):
+                result = simulate(config)
             out[name][role] = RunRef(
                 role, "", "done", result.engine_version, result.model_dump_json().encode()
             )
     return out
+
+
+@contextmanager
+def _announced(say: Callable[[str], None] | None, scenario: Scenario, role: str) -> Iterator[None]:
+    """Tell `say` that a run starts and how long it took (the first one compiles the engine)."""
+    if say is not None:
+        say(f"simulating {run_title(scenario, role)} ...")
+    t0 = time.perf_counter()
+    yield
+    if say is not None:
+        say(f"  done in {time.perf_counter() - t0:.1f} s")
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -493,8 +513,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base-url", default="", help="prefix for run links (default: relative links)")
     args = parser.parse_args(argv)
     names = [args.scenario] if args.scenario else list(VALIDATION_SCENARIOS)
+    # Progress on stderr, so that --json output stays clean; the first run may compile the engine
+    # (about a minute on a fresh machine).
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
     if args.no_db:
-        runs = simulate_in_memory(names)
+        runs = simulate_in_memory(names, say)
     else:
         from app.config import get_settings
         from app.db import make_db_engine, make_sessionmaker, upgrade_db
@@ -503,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         upgrade_db(url)
         db_engine = make_db_engine(url)
         try:
-            runs = ensure_runs(make_sessionmaker(db_engine), names)
+            runs = ensure_runs(make_sessionmaker(db_engine), names, say)
         finally:
             db_engine.dispose()
     if args.scenario:
