@@ -140,6 +140,20 @@ class CustomPlatform(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
 
 
+# The columns a finished run's result fills in (for lists and sorting; the result itself is JSON).
+RESULT_SUMMARY_COLUMNS = (
+    "busy_share",
+    "wakeups",
+    "events",
+    "wake_latency_mean_ns",
+    "wake_latency_p99_ns",
+    "intr_latency_mean_ns",
+    "intr_latency_p99_ns",
+    "ipis_sent",
+    "ipis_avoided",
+    "energy_joules",
+)
+
 # Columns `GET /api/runs` may sort by.
 SORTABLE_COLUMNS = (
     "created_at",
@@ -151,15 +165,6 @@ SORTABLE_COLUMNS = (
     "mechanism",
     "cpus",
     "duration_ms",
-    "busy_share",
-    "wakeups",
-    "events",
-    "wake_latency_mean_ns",
-    "wake_latency_p99_ns",
-    "intr_latency_mean_ns",
-    "intr_latency_p99_ns",
-    "ipis_sent",
-    "ipis_avoided",
-    "energy_joules",
+    *RESULT_SUMMARY_COLUMNS,
     "wall_s",
 )

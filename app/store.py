@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.models import SORTABLE_COLUMNS, CustomPlatform, Run, utcnow
+from app.models import RESULT_SUMMARY_COLUMNS, SORTABLE_COLUMNS, CustomPlatform, Run, utcnow
 from engine import SimConfig
 from engine import engine_version as current_engine_version
 
@@ -34,33 +34,12 @@ SUMMARY_COLUMNS = (
     "cpus",
     "duration_ms",
     "seed",
-    "busy_share",
-    "wakeups",
-    "events",
-    "wake_latency_mean_ns",
-    "wake_latency_p99_ns",
-    "intr_latency_mean_ns",
-    "intr_latency_p99_ns",
-    "ipis_sent",
-    "ipis_avoided",
-    "energy_joules",
+    *RESULT_SUMMARY_COLUMNS,
     "engine_version",
     "wall_s",
     "compile_s",
     "reused_from",
     "error",
-)
-RESULT_SUMMARY_COLUMNS = (
-    "busy_share",
-    "wakeups",
-    "events",
-    "wake_latency_mean_ns",
-    "wake_latency_p99_ns",
-    "intr_latency_mean_ns",
-    "intr_latency_p99_ns",
-    "ipis_sent",
-    "ipis_avoided",
-    "energy_joules",
 )
 _SUMMARY_COLS = [getattr(Run, c) for c in SUMMARY_COLUMNS]
 

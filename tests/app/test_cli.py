@@ -13,7 +13,9 @@ import pytest
 from tests.conftest import REPO_ROOT, sqlite_url
 
 
-def idlelab(*args: str, cwd: Path, db: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def idlelab(
+    *args: str, cwd: Path, db: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db")}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
@@ -34,7 +36,11 @@ def idlelab(*args: str, cwd: Path, db: Path | None = None, stdin: str | None = N
         (["run", "list.json"], {"list.json": "[1, 2]"}, "JSON object"),
         (["run", "--platform", "nope"], {}, "platform: unknown platform 'nope'"),
         (["run", "cfg.json"], {"cfg.json": '{"duration_ms": -5}'}, "duration_ms"),
-        (["run", "cfg.json"], {"cfg.json": '{"states": {"disabled": ["POLL", "C1", "C1E", "C6"]}}'}, "states.disabled"),
+        (
+            ["run", "cfg.json"],
+            {"cfg.json": '{"states": {"disabled": ["POLL", "C1", "C1E", "C6"]}}'},
+            "states.disabled",
+        ),
         (["run", "--duration-ms", "soon"], {}, "--duration-ms"),
         (["run", "--governor", "schedutil"], {}, "governor.name"),
         (["frobnicate"], {}, "invalid choice"),
@@ -54,7 +60,8 @@ def test_errors_are_one_line(tmp_path: Path, args: list[str], files: dict[str, s
 def test_run_prints_a_summary_writes_json_and_saves(tmp_path: Path) -> None:
     (tmp_path / "cfg.json").write_text(json.dumps({"topology": {"sockets": 1, "cores_per_socket": 4}}))
     proc = idlelab(
-        "run", "cfg.json", "--duration-ms", "20", "--seed", "5", "--json", "out.json", "--save", "--title", "from cli",
+        "run", "cfg.json", "--duration-ms", "20", "--seed", "5", "--json", "out.json", "--save",
+        "--title", "from cli",
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
