@@ -168,6 +168,8 @@ class JobRunner:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+        # Told the id of each run just stored as done (on the collector thread: keep it short).
+        self.on_finished: Callable[[str], None] | None = None
 
     # -- lifecycle
 
@@ -418,6 +420,8 @@ class JobRunner:
                 )
             )
             self._release(wid, run_id)
+            if self.on_finished is not None:
+                self.on_finished(run_id)
         elif kind == "failed":
             _, wid, run_id, error, wall_s, tb = msg
             pending_progress.pop(run_id, None)

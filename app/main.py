@@ -10,6 +10,7 @@ import gc
 import importlib
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -104,6 +105,14 @@ def _custom_openapi(app: FastAPI) -> Any:
     return openapi
 
 
+def _run_hooks(app: FastAPI, run_id: str) -> None:
+    for hook in app.state.run_finished_hooks:
+        try:
+            hook(app, run_id)
+        except Exception:  # noqa: BLE001 - a hook's failure must not reach the job collector
+            log.exception("after-finish hook %s failed for run %s", hook.__name__, run_id)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Nothing touches the database until the lifespan starts."""
     settings = settings or get_settings()
@@ -121,6 +130,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(upgrade_db, settings.database_url)
         await run_in_threadpool(runner.recover)
+        # What must happen when a run finishes, off the job collector's thread (one at a time).
+        after_finish = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-finish")
+        if settings.read_cache_bytes > 0 and app.state.run_finished_hooks:
+            runner.on_finished = lambda run_id: after_finish.submit(_run_hooks, app, run_id)
         runner.start()
         # Startup's objects (numba, plotly, SQLAlchemy, FastAPI...) live as long as the process: out
         # of the cyclic GC's sight, a full collection no longer walks them (~150 ms, a pause every
@@ -130,7 +143,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            runner.on_finished = None
             await run_in_threadpool(runner.stop)
+            after_finish.shutdown(wait=True, cancel_futures=True)
             read_cache.close()
             db_engine.dispose()
 
@@ -146,6 +161,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.runner = runner
     app.state.read_cache = read_cache
     app.state.cached_reads = []
+    app.state.run_finished_hooks = []
     errors.install(app)
     for module_name in ROUTERS:
         module = importlib.import_module(module_name)

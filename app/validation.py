@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import store
 from app.db import session_scope
 from app.models import Run, utcnow
+from app.views import run_url
 from engine import ENGINE_VERSION, SimConfig, engine_version
 from engine.scenarios import (
     SCENARIOS,
@@ -52,10 +53,6 @@ _LOCK = threading.Lock()
 def run_title(scenario: Scenario, role: str) -> str:
     """The title scenario and validation runs get (and that lists show)."""
     return f"{scenario.name}: {role}"
-
-
-def run_url(run_id: str, base_url: str = "") -> str:
-    return f"{base_url.rstrip('/')}/runs/{run_id}"
 
 
 def compare_url(ids: Sequence[str], base_url: str = "") -> str:

@@ -1,6 +1,11 @@
 """API benchmark: a real server (subprocess) on a fresh SQLite file with 1,000 stored runs, driven
 by 50 concurrent clients. Prints one `name: value` line per figure.
 
+The runs are made as users make them: 1,000 `POST /api/runs` of the default config, each with a
+fresh seed (so none is answered from another), simulated by the server's workers. The server
+renders a run's page when the run finishes; `_after_restart` figures repeat the page and run
+reads on a restarted server (same database, nothing cached: every page rendered on request).
+
     .venv/bin/python bench/api.py [--clients 50] [--requests 2000] [--runs 1000]
 
 The clients: `--clients` keep-alive HTTP/1.1 connections over loopback TCP to the real server, in
@@ -31,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,33 +75,37 @@ def start_server(db: Path, log: Any) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("server did not answer")
 
 
-def store_runs(db: Path, template_id: str, n: int) -> list[str]:
-    """Copy one real finished run `n - 1` times, in one transaction (the benchmark's own writer)."""
-    from sqlalchemy import insert, select
+def create_runs(client: httpx.Client, n: int) -> list[str]:
+    """Submit `n` default-config runs with fresh seeds; return their ids once all are done."""
+    ids = []
+    for i in range(n):
+        r = client.post("/api/runs", json={"config": {"seed": 20_000 + i}, "title": f"bench run {i}"})
+        assert r.status_code == 202, r.text[:300]
+        ids.append(r.json()["id"])
 
-    from app.db import make_db_engine
-    from app.models import Run
-    from app.store import new_delete_token, new_run_id
+    def count(status: str) -> int:
+        return int(client.get("/api/runs", params={"status": status, "limit": 1}).json()["total"])
 
-    db_engine = make_db_engine(f"sqlite:///{db}")
+    while count("queued") + count("running"):
+        time.sleep(0.5)
+    assert count("failed") == 0, f"{count('failed')} runs failed"
+    return ids
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
     try:
-        with db_engine.begin() as conn:
-            row = conn.execute(select(Run.__table__).where(Run.id == template_id)).mappings().one()
-            rows = []
-            for i in range(n - 1):
-                copy = dict(row)
-                copy.update(
-                    id=new_run_id(),
-                    title=f"bench run {i}",
-                    delete_token_hash=new_delete_token()[1],
-                    busy_share=(row["busy_share"] or 0) * random.uniform(0.5, 1.5),
-                    created_at=row["created_at"] - timedelta(seconds=i + 1),
-                )
-                rows.append(copy)
-            conn.execute(insert(Run.__table__), rows)
-    finally:
-        db_engine.dispose()
-    return [template_id] + [r["id"] for r in rows]
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def report(name: str, url: str, paths: list[str], clients: int) -> None:
+    lat, wall = run_async(drive(url, paths, clients))
+    print(f"{name}_p50_ms: {pct(lat, 50):.1f}")
+    print(f"{name}_p99_ms: {pct(lat, 99):.1f}")
+    print(f"{name}_rps: {len(lat) / wall:.0f}")
 
 
 class HttpConnection:
@@ -226,41 +234,36 @@ def main() -> None:
                         else:
                             waits.append(elapsed)
                     assert first is not None
-                    ids = store_runs(db, first["id"], args.runs)
+                    t0 = time.perf_counter()
+                    ids = [first["id"]] + create_runs(client, args.runs - 1)
+                    create_s = time.perf_counter() - t0
                     total = client.get("/api/runs?limit=1").json()["total"]
-                    page_exists = client.get(f"/runs/{ids[0]}").status_code == 200
 
                 print(f"runs_stored: {total}")
+                print(f"runs_created_s: {create_s:.1f}")
                 print(f"result_bytes: {len(client_result_bytes(url, ids[0]))}")
                 print(f"post_wait_default_p50_ms: {statistics.median(waits):.1f}")
                 print(f"post_wait_default_max_ms: {max(waits):.1f}")
                 targets = {
                     "get_run": [f"/api/runs/{random.choice(ids)}" for _ in range(args.requests)],
                     "list_runs_50": ["/api/runs?limit=50"] * args.requests,
+                    "run_page": [f"/runs/{random.choice(ids)}" for _ in range(args.requests // 4)],
                 }
-                if page_exists:
-                    targets["run_page"] = [f"/runs/{random.choice(ids)}" for _ in range(args.requests // 4)]
                 for name, paths in targets.items():
-                    lat, wall = run_async(drive(url, paths, args.clients))
-                    print(f"{name}_p50_ms: {pct(lat, 50):.1f}")
-                    print(f"{name}_p99_ms: {pct(lat, 99):.1f}")
-                    print(f"{name}_rps: {len(lat) / wall:.0f}")
+                    report(name, url, paths, args.clients)
                     # The same requests again: every run asked for once already (a warm server).
-                    lat, wall = run_async(drive(url, paths, args.clients))
-                    print(f"{name}_repeat_p50_ms: {pct(lat, 50):.1f}")
-                    print(f"{name}_repeat_p99_ms: {pct(lat, 99):.1f}")
-                    print(f"{name}_repeat_rps: {len(lat) / wall:.0f}")
+                    report(f"{name}_repeat", url, paths, args.clients)
                     # One client: the per-request latency without queueing behind 49 others.
-                    lat, wall = run_async(drive(url, paths[: max(50, len(paths) // 10)], 1))
-                    print(f"{name}_1client_p50_ms: {pct(lat, 50):.1f}")
-                    print(f"{name}_1client_p99_ms: {pct(lat, 99):.1f}")
+                    report(f"{name}_1client", url, paths[: max(50, len(paths) // 10)], 1)
             finally:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                stop_server(proc)
+            # Restarted: nothing cached, every page rendered and every run read on request.
+            proc, url = start_server(db, log)
+            try:
+                for name in ("get_run", "run_page"):
+                    report(f"{name}_after_restart", url, targets[name], args.clients)
+            finally:
+                stop_server(proc)
 
 
 def client_result_bytes(url: str, run_id: str) -> bytes:

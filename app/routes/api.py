@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
@@ -218,6 +220,11 @@ def run_answer(request: Request, run_id: str) -> Answer | None:
     if entry is not None:
         return entry.value  # type: ignore[no-any-return]
     version = cache.version()
+    template = cache.run_entry(_template_key(run_id), run_id)
+    if template is not None:
+        answer = template.value.answer(base_url)
+        cache.put(key, Entry(answer, len(answer.body), stamp=template.stamp, version=version))
+        return answer  # type: ignore[no-any-return]
     try:
         with cache.db_engine.connect() as conn:
             view = views.load_run_view(conn, run_id, base_url)
@@ -234,10 +241,48 @@ def _answer(body: bytes) -> Answer:
     return Answer(body, etag_of(body), "application/json")
 
 
+# The run's `url` is absolute, so an answer depends on the base URL the client used: a finished
+# run's answer is also kept as a template around its base URL, made when the run finishes.
+_BASE_URL_MARK = f"base-url-{secrets.token_hex(8)}"
+
+
+@dataclass(frozen=True)
+class RunAnswerTemplate:
+    """A run's answer cut where its base URL goes."""
+
+    parts: list[bytes]
+
+    def answer(self, base_url: str) -> Answer:
+        return _answer(base_url.encode().join(self.parts))
+
+
+def _template_key(run_id: str) -> tuple[str, ...]:
+    return ("run", run_id, "api-template")
+
+
+def prerender_run_answer(app: Any, run_id: str) -> None:
+    """Keep a finished run's answer template in the read cache (called when a run finishes), so
+    that its first read, from any base URL, needs no database read but the freshness check."""
+    cache: ReadCache = app.state.read_cache
+    version = cache.version()
+    try:
+        with cache.db_engine.connect() as conn:
+            view = views.load_run_view(conn, run_id, _BASE_URL_MARK)
+    except NotFound:
+        return  # deleted meanwhile
+    if view.status not in FINISHED:
+        return
+    body = view.to_json()
+    template = RunAnswerTemplate(body.split(_BASE_URL_MARK.encode()))
+    stamp = (view.status, view.reused_from)
+    cache.put(_template_key(run_id), Entry(template, len(body), stamp=stamp, version=version))
+
+
 def install(app: Any) -> None:
     """Called by `create_app()`: runs and cached lists are answered before routing."""
     register(app, "/api/runs", cached_list)
     register(app, "/api/runs/(?P<run_id>[^/]+)", run_answer)
+    app.state.run_finished_hooks.append(prerender_run_answer)
 
 
 @router.delete(

@@ -225,10 +225,11 @@ class DashboardMiddleware:
 
 
 def install(app: Any) -> None:
-    """Call from `create_app()`: adds `DashboardMiddleware`, the page templates (for error.html)
-    and the cached run pages."""
+    """Call from `create_app()`: adds `DashboardMiddleware`, the page templates (for error.html),
+    the cached run pages and their rendering when a run finishes."""
     app.add_middleware(DashboardMiddleware)
     register(app, "/runs/(?P<run_id>[^/]+)", cached_run_page)
+    app.state.run_finished_hooks.append(prerender_run_page)
     if getattr(app.state, "templates", None) is None:
         app.state.templates = templates
 
@@ -929,6 +930,12 @@ def cached_run_page(request: Request, run_id: str) -> Answer | None:
 def run_page(request: Request, run_id: str) -> Response:
     """A finished run's page is rendered once (its charts are most of the cost) and cached as
     bytes (`cached_run_page` serves it); only the recent runs to compare with are filled in."""
+    page: RunPage = _run_page_entry(request, run_id).value
+    return page.answer(run_id, _compare_options(request) if page.tail else None).response(request)
+
+
+def _run_page_entry(request: Request, run_id: str) -> Entry:
+    """The cached page, or the page rendered now (and cached if the run is finished)."""
     cache: ReadCache = request.app.state.read_cache
     entry = cache.run_entry(_page_key(run_id), run_id)
     if entry is None:
@@ -940,8 +947,29 @@ def run_page(request: Request, run_id: str) -> Response:
         entry = Entry(RunPage(head, tail, etag_of(html)), len(html), stamp=stamp, version=version)
         if run["status"] in FINISHED:
             cache.put(_page_key(run_id), entry)
-    page: RunPage = entry.value
-    return page.answer(run_id, _compare_options(request) if page.tail else None).response(request)
+    return entry
+
+
+def prerender_run_page(app: Any, run_id: str) -> None:
+    """Render a run's page into the read cache as soon as the run finishes, off the request path:
+    its first viewer (whoever watched it run, or opens a shared link) gets cached bytes. The page
+    holds path-only links, so a request made up here renders what a real one would."""
+    scope = {
+        "type": "http",
+        "app": app,
+        "router": app.router,
+        "method": "GET",
+        "scheme": "http",
+        "server": ("localhost", 80),
+        "root_path": "",
+        "path": f"/runs/{run_id}",
+        "query_string": b"",
+        "headers": [],
+    }
+    try:
+        _run_page_entry(Request(scope), run_id)
+    except NotFound:
+        pass  # deleted meanwhile
 
 
 def _render_run_page(request: Request, run: dict[str, Any]) -> str:

@@ -30,7 +30,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
-from app import charts, validation
+from app import charts, validation, views
 from app.db import session_scope
 from app.errors import InvalidInput, NotFound
 from engine import engine_version
@@ -158,7 +158,7 @@ async def api_run_scenario(
     ids = [s["id"] for s in submitted]
     body: dict[str, Any] = {
         "scenario": scenario.name,
-        "runs": [{**s, "url": validation.run_url(s["id"], base)} for s in submitted],
+        "runs": [{**s, "url": views.run_url(s["id"], base)} for s in submitted],
         "comparison_url": validation.compare_url(ids, base),
         "scenario_url": f"{base}/scenarios/{scenario.name}?ids={','.join(ids)}",
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from app import store
 from app.cache import Entry, ReadCache
 from app.db import make_db_engine, session_scope
 from app.models import Run, utcnow
-from engine import SimConfig
+from engine import SimConfig, simulate
 from tests.app.factories import small_config, submit
 
 
@@ -164,3 +165,55 @@ def test_cache_drops_least_recently_used_past_its_size(tmp_path: Path) -> None:
         cache.close()
     finally:
         db_engine.dispose()
+
+
+def _wait_for_entry(cache: ReadCache, key: tuple[str, ...], run_id: str) -> None:
+    """The after-finish hooks run on a thread of their own: wait for the entry they make."""
+    deadline = time.monotonic() + 30
+    while cache.run_entry(key, run_id) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cache.run_entry(key, run_id) is not None
+
+
+def test_finished_run_page_is_rendered_before_anyone_asks(app_client: Any) -> None:
+    app = app_client.app
+    config = SimConfig.model_validate(small_config(seed=106))
+    result_json = simulate(config).model_dump_json().encode()
+    run_id = _finish_outside_the_runner(app, result_json)
+    key = ("run", run_id, "page")
+    cache: ReadCache = app.state.read_cache
+    assert cache.run_entry(key, run_id) is None
+    app.state.runner.on_finished(run_id)  # what the job collector calls once a run is stored as done
+    _wait_for_entry(cache, key, run_id)
+    served = app_client.get(f"/runs/{run_id}")
+    # Rendered again on request, the page is the same bytes.
+    cache.discard_run(run_id)
+    fresh = app_client.get(f"/runs/{run_id}")
+    assert served.status_code == fresh.status_code == 200
+    assert served.content == fresh.content and served.headers["etag"] == fresh.headers["etag"]
+
+
+def test_finished_run_answer_is_ready_for_any_base_url(app_client: Any) -> None:
+    app = app_client.app
+    run_id = _finish_outside_the_runner(app)
+    cache: ReadCache = app.state.read_cache
+    template = ("run", run_id, "api-template")
+    app.state.runner.on_finished(run_id)
+    _wait_for_entry(cache, template, run_id)
+    # A finished result never changes; change it behind the app's back to see where answers come
+    # from: the first read is the template's, with no read of the stored result.
+    with session_scope(app.state.sessionmaker) as session:
+        session.execute(update(Run).where(Run.id == run_id).values(result=b'{"edited": true}'))
+    assert app_client.get(f"/api/runs/{run_id}").json()["result"] == {"fake": True}
+    with session_scope(app.state.sessionmaker) as session:
+        session.execute(update(Run).where(Run.id == run_id).values(result=b'{"fake": true}'))
+    for host in ("testserver", "idlelab.example:8443"):
+        app.state.runner.on_finished(run_id)
+        _wait_for_entry(cache, template, run_id)
+        served = app_client.get(f"/api/runs/{run_id}", headers={"Host": host})
+        assert served.json()["url"] == f"http://{host}/runs/{run_id}"
+        assert served.json()["result"] == {"fake": True}
+        # The same bytes as an answer built from the database.
+        cache.discard_run(run_id)
+        fresh = app_client.get(f"/api/runs/{run_id}", headers={"Host": host})
+        assert served.content == fresh.content and served.headers["etag"] == fresh.headers["etag"]
