@@ -130,10 +130,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(upgrade_db, settings.database_url)
         await run_in_threadpool(runner.recover)
-        # What must happen when a run finishes, off the job collector's thread (one at a time).
-        after_finish = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-finish")
-        if settings.read_cache_bytes > 0 and app.state.run_finished_hooks:
-            runner.on_finished = lambda run_id: after_finish.submit(_run_hooks, app, run_id)
+        # Work off the request path and the job collector's thread, one task at a time: what must
+        # happen when a run finishes, and storing pages rendered on request.
+        background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="background")
+        app.state.background = background
+        if app.state.run_finished_hooks:
+            runner.on_finished = lambda run_id: background.submit(_run_hooks, app, run_id)
         runner.start()
         # Startup's objects (numba, plotly, SQLAlchemy, FastAPI...) live as long as the process: out
         # of the cyclic GC's sight, a full collection no longer walks them (~150 ms, a pause every
@@ -145,7 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             runner.on_finished = None
             await run_in_threadpool(runner.stop)
-            after_finish.shutdown(wait=True, cancel_futures=True)
+            background.shutdown(wait=True, cancel_futures=True)
+            app.state.background = None
             read_cache.close()
             db_engine.dispose()
 
@@ -162,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_cache = read_cache
     app.state.cached_reads = []
     app.state.run_finished_hooks = []
+    app.state.background = None  # the lifespan's background thread
     errors.install(app)
     for module_name in ROUTERS:
         module = importlib.import_module(module_name)

@@ -1,4 +1,4 @@
-"""ORM tables: runs (with summary columns for fast lists) and custom platforms.
+"""ORM tables: runs (with summary columns for fast lists), their rendered pages, custom platforms.
 
 Rows never leave the service layer: `app.views` converts them to schemas at the edge.
 """
@@ -124,6 +124,25 @@ class Run(Base):
     config: Mapped[str] = mapped_column(Text)
     # The engine's result JSON, byte for byte as the worker produced it; served without re-parsing.
     result: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+
+
+class RenderedPage(Base):
+    """A finished run's page as the web app rendered it, kept so that a restarted server serves a
+    shared link without rendering again. Valid while `renderer` is the running app's (a digest of
+    the code and files a page is made from) and the run's `(status, reused_from)` is the one below;
+    otherwise it is rendered and replaced. Gone with its run."""
+
+    __tablename__ = "rendered_pages"
+
+    run_id: Mapped[str] = mapped_column(
+        String(24), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    renderer: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    reused_from: Mapped[str | None] = mapped_column(String(24), default=None)
+    # zlib-compressed HTML, cut where the "compare with" candidates go (filled in when served).
+    head: Mapped[bytes] = mapped_column(LargeBinary)
+    tail: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class CustomPlatform(Base):

@@ -1,5 +1,5 @@
-"""Queries on runs and custom platforms. Functions add, flush, select and update; callers commit
-(through `app.db.session_scope`), so one unit of work is one transaction.
+"""Queries on runs, their rendered pages and custom platforms. Functions add, flush, select and
+update; callers commit (through `app.db.session_scope`), so one unit of work is one transaction.
 """
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import RESULT_SUMMARY_COLUMNS, SORTABLE_COLUMNS, CustomPlatform, Run, utcnow
+from app.models import (
+    RESULT_SUMMARY_COLUMNS,
+    SORTABLE_COLUMNS,
+    CustomPlatform,
+    RenderedPage,
+    Run,
+    utcnow,
+)
 from engine import SimConfig
 from engine import engine_version as current_engine_version
 
@@ -179,12 +187,8 @@ def get_run_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
     return conn.execute(_RUN_ROW_STMT, {"run_id": run_id}).first()
 
 
-_RUN_STAMP_STMT = select(Run.status, Run.reused_from).where(Run.id == bindparam("run_id"))
-
-
-def get_run_stamp(conn: Connection, run_id: str) -> Row[Any] | None:
-    """`(status, reused_from)`: what can still change about a finished run (deleting it aside)."""
-    return conn.execute(_RUN_STAMP_STMT, {"run_id": run_id}).first()
+# What can still change about a finished run (deleting it aside). Read through `ReadCache.first`.
+RUN_STAMP = select(Run.status, Run.reused_from).where(Run.id == bindparam("run_id"))
 
 
 def get_run_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
@@ -234,7 +238,36 @@ def list_runs(
 
 
 def delete_run(session: Session, run_id: str) -> None:
+    """The run and (by the foreign key's cascade) its rendered page."""
     session.execute(delete(Run).where(Run.id == run_id))
+
+
+# --- rendered pages ---------------------------------------------------------------------------------
+
+# A run's stored page `(head, tail, status, reused_from)`, served only while `renderer` is the
+# running app's and the run is as it was when the page was rendered. Read through `ReadCache.first`.
+RENDERED_PAGE = (
+    select(RenderedPage.head, RenderedPage.tail, Run.status, Run.reused_from)
+    .join(Run, Run.id == RenderedPage.run_id)
+    .where(
+        RenderedPage.run_id == bindparam("run_id"),
+        RenderedPage.renderer == bindparam("renderer"),
+        RenderedPage.status == Run.status,
+        RenderedPage.reused_from.is_not_distinct_from(Run.reused_from),
+    )
+)
+
+
+def save_rendered_page(session: Session, page: RenderedPage) -> bool:
+    """Store (or replace) a run's page; False if the run is gone (deleted since it was rendered)."""
+    session.execute(delete(RenderedPage).where(RenderedPage.run_id == page.run_id))
+    session.add(page)
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
 
 
 # --- job runner's writes (the parent process is the only writer) ---------------------------------

@@ -510,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base-url", default="", help="prefix for run links (default: relative links)")
     args = parser.parse_args(argv)
     names = [args.scenario] if args.scenario else list(VALIDATION_SCENARIOS)
+
     # Progress on stderr, so that --json output stays clean; the first run may compile the engine
     # (about a minute on a fresh machine).
     def say(text: str) -> None:

@@ -16,6 +16,7 @@ from app import store, views
 from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register
 from app.db import SessionDep, session_scope
 from app.errors import Forbidden, InvalidInput, NotFound
+from app.routes import base_url_of
 from app.schemas import (
     Comparison,
     PlatformCreate,
@@ -37,10 +38,6 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def _json(body: bytes, status_code: int = 200) -> Response:
     return Response(body, status_code=status_code, media_type="application/json")
-
-
-def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
 
 
 # --- platforms -----------------------------------------------------------------------------------
@@ -120,7 +117,7 @@ async def create_run(
     submitted = await run_in_threadpool(_submit, request, shell)
     answer: dict[str, Any] = {
         "id": submitted.id,
-        "url": views.run_url(submitted.id, _base_url(request)),
+        "url": views.run_url(submitted.id, base_url_of(request)),
         "status": submitted.status,
         "delete_token": submitted.delete_token,
         "reused_from": submitted.reused_from,
@@ -163,7 +160,7 @@ async def list_runs(
     """
     cache: ReadCache = request.app.state.read_cache
     version = cache.version()
-    base_url = _base_url(request)
+    base_url = base_url_of(request)
     with session_scope(request.app.state.sessionmaker) as session:
         view = views.list_runs_view(
             session,
@@ -189,7 +186,7 @@ def _list_key(request: Request, base_url: str) -> tuple[str, ...]:
 
 
 def cached_list(request: Request) -> Answer | None:
-    entry = request.app.state.read_cache.versioned_entry(_list_key(request, _base_url(request)))
+    entry = request.app.state.read_cache.versioned_entry(_list_key(request, base_url_of(request)))
     return None if entry is None else entry.value  # type: ignore[no-any-return]
 
 
@@ -214,7 +211,7 @@ def run_answer(request: Request, run_id: str) -> Answer | None:
     spliced into the answer, and the answer cached if the run is finished.
     """
     cache: ReadCache = request.app.state.read_cache
-    base_url = _base_url(request)
+    base_url = base_url_of(request)
     key = ("run", run_id, "api", base_url)
     entry = cache.run_entry(key, run_id)
     if entry is not None:
@@ -313,4 +310,4 @@ def compare(
     ids: Annotated[str, Query(description="2 to 8 run ids, comma-separated; deltas are against the first.")],
 ) -> Response:
     """Aligned metrics of several runs with percent deltas against the first."""
-    return _json(views.compare_view(session, ids, _base_url(request)).model_dump_json().encode())
+    return _json(views.compare_view(session, ids, base_url_of(request)).model_dump_json().encode())

@@ -16,8 +16,9 @@ import importlib
 import io
 import math
 import secrets
+import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -34,10 +35,14 @@ from starlette.datastructures import MutableHeaders
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import charts
+from app import charts, store
 from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register
 from app.config import REPO_ROOT
+from app.db import session_scope
 from app.errors import NotFound
+from app.models import RenderedPage
+from app.routes import base_url_of
+from engine import ENGINE_VERSION
 from engine.config import GovernorName, Mechanism, SimConfig
 from engine.governors import GOVERNOR_KERNEL
 
@@ -265,15 +270,13 @@ def _plain(obj: Any) -> Any:
 def load_run(request: Request, run_id: str) -> dict[str, Any]:
     """The run as `/api/runs/{id}` answers it; `NotFound` (a 404 page) for an unknown id."""
     # The same base URL as the API passes, so /runs/{id}.json equals GET /api/runs/{id}.
-    run = _plain(_call_view("load_run_view", request, run_id, base_url=str(request.base_url).rstrip("/")))
+    run = _plain(_call_view("load_run_view", request, run_id, base_url=base_url_of(request)))
     if not run:
         raise NotFound(f"run {run_id!r} not found")
     return run
 
 
 def _call_view(name: str, request: Request, *args: Any, **kwargs: Any) -> Any:
-    from app.db import session_scope
-
     loader: Callable[..., Any] = getattr(_views(), name)
     with session_scope(request.app.state.sessionmaker) as session:
         return loader(session, *args, **kwargs)
@@ -914,9 +917,9 @@ def _page_key(run_id: str) -> tuple[str, ...]:
 
 
 def cached_run_page(request: Request, run_id: str) -> Answer | None:
-    """The page if it and its compare candidates are cached and fresh (no rendering here)."""
+    """The page if it is cached or stored, and its compare candidates cached (no rendering here)."""
     cache: ReadCache = request.app.state.read_cache
-    entry = cache.run_entry(_page_key(run_id), run_id)
+    entry = _ready_run_page(cache, run_id)
     if entry is None:
         return None
     page: RunPage = entry.value
@@ -935,25 +938,80 @@ def run_page(request: Request, run_id: str) -> Response:
 
 
 def _run_page_entry(request: Request, run_id: str) -> Entry:
-    """The cached page, or the page rendered now (and cached if the run is finished)."""
+    """The page from the read cache, else the stored one (a restarted server), else rendered now
+    (and, for a finished run, cached and stored)."""
     cache: ReadCache = request.app.state.read_cache
-    entry = cache.run_entry(_page_key(run_id), run_id)
-    if entry is None:
-        version = cache.version()
-        run = load_run(request, run_id)
-        html = _render_run_page(request, run).encode()
-        head, _, tail = html.partition(_COMPARE_OPTIONS_MARK.encode())
-        stamp = (run["status"], run["reused_from"])
-        entry = Entry(RunPage(head, tail, etag_of(html)), len(html), stamp=stamp, version=version)
-        if run["status"] in FINISHED:
-            cache.put(_page_key(run_id), entry)
+    entry = _ready_run_page(cache, run_id)
+    if entry is not None:
+        return entry
+    version = cache.version()
+    run = load_run(request, run_id)
+    head, _, tail = _render_run_page(request, run).encode().partition(_COMPARE_OPTIONS_MARK.encode())
+    stamp = (run["status"], run["reused_from"])
+    entry = Entry(RunPage(head, tail, etag_of(head, tail)), len(head) + len(tail), stamp=stamp)
+    if run["status"] in FINISHED:
+        cache.put(_page_key(run_id), replace(entry, version=version))
+        _store_run_page(request.app, run_id, entry)
     return entry
 
 
+def _ready_run_page(cache: ReadCache, run_id: str) -> Entry | None:
+    """A finished run's page from the read cache, else from the database (then cached)."""
+    entry = cache.run_entry(_page_key(run_id), run_id)
+    if entry is not None:
+        return entry
+    version = cache.version()
+    row = cache.first(store.RENDERED_PAGE, run_id=run_id, renderer=page_renderer())
+    if row is None:
+        return None
+    head, tail = zlib.decompress(row[0]), zlib.decompress(row[1])
+    page = RunPage(head, tail, etag_of(head, tail))
+    stamp = (row[2], row[3])
+    return cache.put(_page_key(run_id), Entry(page, len(head) + len(tail), stamp=stamp, version=version))
+
+
+@cache
+def page_renderer() -> str:
+    """A digest of everything a page is made from (this app's code, templates, static files, the
+    engine's version): a stored page rendered by another version of the app is not served."""
+    digest = hashlib.blake2b(ENGINE_VERSION.encode(), digest_size=16)
+    for folder, pattern in ((REPO_ROOT / "app", "**/*.py"), (TEMPLATES_DIR, "**/*"), (STATIC_DIR, "**/*")):
+        for path in sorted(folder.glob(pattern)):
+            if path.is_file():
+                digest.update(str(path.relative_to(REPO_ROOT)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _store_run_page(app: Any, run_id: str, entry: Entry) -> None:
+    """Store a finished run's page on the background thread (no write on the request path)."""
+    page: RunPage = entry.value
+    status, reused_from = entry.stamp
+
+    def save() -> None:
+        row = RenderedPage(
+            run_id=run_id,
+            renderer=page_renderer(),
+            status=status,
+            reused_from=reused_from,
+            head=zlib.compress(page.head, 1),
+            tail=zlib.compress(page.tail, 1),
+        )
+        with session_scope(app.state.sessionmaker) as session:
+            store.save_rendered_page(session, row)
+
+    background = getattr(app.state, "background", None)  # None: no lifespan (a bare test app)
+    if background is None:
+        save()
+    else:
+        background.submit(save)
+
+
 def prerender_run_page(app: Any, run_id: str) -> None:
-    """Render a run's page into the read cache as soon as the run finishes, off the request path:
-    its first viewer (whoever watched it run, or opens a shared link) gets cached bytes. The page
-    holds path-only links, so a request made up here renders what a real one would."""
+    """Render a run's page into the read cache and the database as soon as the run finishes, off
+    the request path: its first viewer (whoever watched it run, or opens a shared link, even after
+    a restart) gets stored bytes. The page holds path-only links, so a request made up here renders
+    what a real one would."""
     scope = {
         "type": "http",
         "app": app,

@@ -33,6 +33,7 @@ from fastapi.responses import RedirectResponse, Response
 from app import charts, validation, views
 from app.db import session_scope
 from app.errors import InvalidInput, NotFound
+from app.routes import base_url_of
 from engine import engine_version
 from engine.scenarios import SCENARIOS, Scenario, summary
 
@@ -45,10 +46,6 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def _json(body: Any, status_code: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status_code, media_type="application/json")
-
-
-def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
 
 
 def get_scenario(name: str) -> Scenario:
@@ -79,7 +76,7 @@ def list_scenarios() -> list[dict[str, Any]]:
 @router.get("/api/scenarios", tags=["scenarios"])
 def api_list_scenarios(request: Request) -> Response:
     """The built-in experiments: the source documents' figures, and the review's requests."""
-    base = _base_url(request)
+    base = base_url_of(request)
     return _json({"scenarios": [scenario_item(s, base) for s in SCENARIOS.values()]})
 
 
@@ -87,7 +84,7 @@ def api_list_scenarios(request: Request) -> Response:
 def api_get_scenario(name: str, request: Request) -> Response:
     """One scenario: its roles' configs, its latest runs for this engine, and its checks on them."""
     scenario = get_scenario(name)
-    base = _base_url(request)
+    base = base_url_of(request)
     with session_scope(request.app.state.sessionmaker) as session:
         runs = validation.latest_scenario_runs(session, scenario)
     item = scenario_item(scenario, base)
@@ -153,7 +150,7 @@ async def api_run_scenario(
     """Run every role of a scenario: one run each, through the normal job path."""
     scenario = get_scenario(name)
     unlisted = await _read_unlisted(request)
-    base = _base_url(request)
+    base = base_url_of(request)
     submitted = await run_in_threadpool(submit_scenario, request, scenario, unlisted=unlisted)
     ids = [s["id"] for s in submitted]
     body: dict[str, Any] = {
@@ -190,7 +187,7 @@ async def api_validation(request: Request) -> Response:
     """Each published figure beside the simulated one, with the runs used (simulated and stored
     first if the current engine version has none)."""
     body = await run_in_threadpool(
-        validation.validation_report, request.app.state.sessionmaker, _base_url(request)
+        validation.validation_report, request.app.state.sessionmaker, base_url_of(request)
     )
     return _json(body)
 

@@ -60,8 +60,17 @@ def test_errors_are_one_line(tmp_path: Path, args: list[str], files: dict[str, s
 def test_run_prints_a_summary_writes_json_and_saves(tmp_path: Path) -> None:
     (tmp_path / "cfg.json").write_text(json.dumps({"topology": {"sockets": 1, "cores_per_socket": 4}}))
     proc = idlelab(
-        "run", "cfg.json", "--duration-ms", "20", "--seed", "5", "--json", "out.json", "--save",
-        "--title", "from cli",
+        "run",
+        "cfg.json",
+        "--duration-ms",
+        "20",
+        "--seed",
+        "5",
+        "--json",
+        "out.json",
+        "--save",
+        "--title",
+        "from cli",
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

@@ -14,9 +14,11 @@ from sqlalchemy import delete, update
 from app import store
 from app.cache import Entry, ReadCache
 from app.db import make_db_engine, session_scope
-from app.models import Run, utcnow
+from app.models import RenderedPage, Run, utcnow
+from app.routes import pages
 from engine import SimConfig, simulate
 from tests.app.factories import small_config, submit
+from tests.conftest import _testclient, sqlite_url
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +188,10 @@ def test_finished_run_page_is_rendered_before_anyone_asks(app_client: Any) -> No
     app.state.runner.on_finished(run_id)  # what the job collector calls once a run is stored as done
     _wait_for_entry(cache, key, run_id)
     served = app_client.get(f"/runs/{run_id}")
-    # Rendered again on request, the page is the same bytes.
+    # Rendered again on request (neither cached nor stored), the page is the same bytes.
     cache.discard_run(run_id)
+    with session_scope(app.state.sessionmaker) as session:
+        session.execute(delete(RenderedPage).where(RenderedPage.run_id == run_id))
     fresh = app_client.get(f"/runs/{run_id}")
     assert served.status_code == fresh.status_code == 200
     assert served.content == fresh.content and served.headers["etag"] == fresh.headers["etag"]
@@ -217,3 +221,76 @@ def test_finished_run_answer_is_ready_for_any_base_url(app_client: Any) -> None:
         cache.discard_run(run_id)
         fresh = app_client.get(f"/api/runs/{run_id}", headers={"Host": host})
         assert served.content == fresh.content and served.headers["etag"] == fresh.headers["etag"]
+
+
+def _stored_renderer(app: Any, run_id: str) -> str | None:
+    with session_scope(app.state.sessionmaker) as session:
+        page = session.get(RenderedPage, run_id)
+        return None if page is None else page.renderer
+
+
+def _wait_for_stored_page(app: Any, run_id: str) -> None:
+    """Pages are stored on the background thread: wait until this app's renderer stored one."""
+    deadline = time.monotonic() + 30
+    while _stored_renderer(app, run_id) != pages.page_renderer() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _stored_renderer(app, run_id) == pages.page_renderer()
+
+
+def test_restarted_server_serves_the_stored_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.config import Settings
+    from app.main import create_app
+
+    settings = Settings(database_url=sqlite_url(tmp_path / "restart.db"), workers=0)
+    result_json = simulate(SimConfig.model_validate(small_config(seed=107))).model_dump_json().encode()
+    with _testclient()(create_app(settings)) as client:
+        run_id = _finish_outside_the_runner(client.app, result_json)
+        client.app.state.runner.on_finished(run_id)
+        _wait_for_stored_page(client.app, run_id)
+        before = client.get(f"/runs/{run_id}")
+    assert before.status_code == 200
+
+    def no_rendering(*_args: Any) -> str:
+        raise AssertionError("a stored page was rendered again")
+
+    with _testclient()(create_app(settings)) as client:
+        with monkeypatch.context() as m:
+            m.setattr(pages, "_render_run_page", no_rendering)
+            after = client.get(f"/runs/{run_id}")
+        assert after.content == before.content and after.headers["etag"] == before.headers["etag"]
+        # Rendered by another version of the app: not served; rendered again and replaced.
+        with session_scope(client.app.state.sessionmaker) as session:
+            session.execute(update(RenderedPage).values(renderer="another version"))
+        client.app.state.read_cache.discard_run(run_id)
+        with monkeypatch.context() as m:
+            m.setattr(pages, "_render_run_page", no_rendering)
+            with pytest.raises(AssertionError, match="rendered again"):
+                client.get(f"/runs/{run_id}")
+        assert client.get(f"/runs/{run_id}").content == before.content
+        _wait_for_stored_page(client.app, run_id)
+
+
+def test_stored_page_is_valid_only_while_its_run_is_unchanged(app_client: Any) -> None:
+    app = app_client.app
+    result_json = simulate(SimConfig.model_validate(small_config(seed=108))).model_dump_json().encode()
+    original = _finish_outside_the_runner(app, result_json)
+    copy = _finish_outside_the_runner(app, result_json)
+    with session_scope(app.state.sessionmaker) as session:
+        session.execute(update(Run).where(Run.id == copy).values(reused_from=original))
+    app.state.runner.on_finished(copy)
+    _wait_for_stored_page(app, copy)
+
+    def stored(run_id: str) -> Any:
+        return app.state.read_cache.first(store.RENDERED_PAGE, run_id=run_id, renderer=pages.page_renderer())
+
+    head, tail, _status, reused_from = stored(copy)
+    assert reused_from == original
+    assert original.encode() in pages.zlib.decompress(head) + pages.zlib.decompress(tail)
+    with session_scope(app.state.sessionmaker) as session:
+        store.delete_run(session, original)
+    assert stored(copy) is None  # the page names a run that is gone
+    page = app_client.get(f"/runs/{copy}")
+    assert page.status_code == 200 and original not in page.text
+    with session_scope(app.state.sessionmaker) as session:
+        store.delete_run(session, copy)
+    assert _stored_renderer(app, copy) is None  # gone with its run
