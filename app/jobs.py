@@ -21,6 +21,7 @@ import asyncio
 import functools
 import logging
 import multiprocessing as mp
+import os
 import queue
 import signal
 import threading
@@ -95,10 +96,19 @@ class _ProgressReporter:
             self.results.put(("progress", self.worker_id, self.run_id, float(fraction)))
 
 
+# Workers yield the CPU to the web process: with few cores, a simulation (or a worker's engine
+# warm-up after a restart) must not delay page and API answers. On an idle core they run at full speed.
+WORKER_NICENESS = 10
+
+
 def worker_main(worker_id: int, tasks: Any, results: Any, progress_step: float) -> None:
     """A worker process: warm up, then run tasks until it gets None or its parent is gone."""
     # Ctrl-C in a terminal reaches the whole process group: the server decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        os.nice(WORKER_NICENESS)
+    except OSError:  # not allowed here: run at the server's priority
+        pass
     parent = mp.parent_process()
     compile_s, version = warm_engine()
     results.put(("ready", worker_id, version, compile_s))

@@ -14,8 +14,9 @@ def base_url_of(request: Request) -> str:
     (building costs a tenth of a cached read)."""
     scope = request.scope
     host = next((v for k, v in scope["headers"] if k == b"host"), None)
-    server = scope.get("server")
-    key = (scope.get("scheme"), server and tuple(server), scope.get("root_path"), scope.get("app_root_path"), host)
+    server = scope.get("server")  # a list in some servers: made hashable
+    key = (scope.get("scheme"), server and tuple(server), scope.get("root_path"), scope.get("app_root_path"))
+    key += (host,)
     url = _BASE_URLS.get(key)
     if url is None:
         if len(_BASE_URLS) >= 1024:  # any Host header a client likes: bounded
