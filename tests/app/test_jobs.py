@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from sqlalchemy import select
 
 from app import store
 from app.db import make_db_engine, make_sessionmaker, session_scope, upgrade_db
+from app.jobs import WORKER_NICENESS, JobRunner
 from app.models import Run
 from engine import SimConfig
 from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finished
@@ -123,3 +125,22 @@ def test_progress_is_recorded_while_running(server_factory: Any) -> None:
             time.sleep(0.02)
         assert r["status"] == "done"
         assert any(0 < p < 1 for p in seen), seen
+
+
+def test_workers_yield_the_cpu_to_the_web_process(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path / "nice.db")
+    upgrade_db(url)
+    db_engine = make_db_engine(url)
+    runner = JobRunner(make_sessionmaker(db_engine), workers=1)
+    runner.start()
+    try:
+        pid = runner._workers[0].process.pid
+        assert pid is not None
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        deadline = time.monotonic() + POLL_TIMEOUT_S  # the worker renices itself as it starts
+        while os.getpriority(os.PRIO_PROCESS, pid) == own and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, own + WORKER_NICENESS)
+    finally:
+        runner.stop()
+        db_engine.dispose()
