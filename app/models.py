@@ -140,7 +140,8 @@ class RenderedPage(Base):
     renderer: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
     reused_from: Mapped[str | None] = mapped_column(String(24), default=None)
-    # zlib-compressed HTML, cut where the "compare with" candidates go (filled in when served).
+    # The HTML (~50 kB, twice the result), cut where the "compare with" candidates go (filled in
+    # when served). Not compressed: inflating took more than half of serving a stored page.
     head: Mapped[bytes] = mapped_column(LargeBinary)
     tail: Mapped[bytes] = mapped_column(LargeBinary)
 

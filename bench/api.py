@@ -3,8 +3,9 @@ by 50 concurrent clients. Prints one `name: value` line per figure.
 
 The runs are made as users make them: 1,000 `POST /api/runs` of the default config, each with a
 fresh seed (so none is answered from another), simulated by the server's workers. The server
-renders a run's page when the run finishes; `_after_restart` figures repeat the page and run
-reads on a restarted server (same database, nothing cached: every page rendered on request).
+renders a run's page when the run finishes (and stores it); `_after_restart` figures repeat the
+page and run reads on a restarted server (same database, nothing in its memory: every answer read
+from the database), measured as soon as it answers, while its worker warms the engine up.
 
     .venv/bin/python bench/api.py [--clients 50] [--requests 2000] [--runs 1000]
 
@@ -257,7 +258,7 @@ def main() -> None:
                     report(f"{name}_1client", url, paths[: max(50, len(paths) // 10)], 1)
             finally:
                 stop_server(proc)
-            # Restarted: nothing cached, every page rendered and every run read on request.
+            # Restarted: nothing in memory, every page and run read from the database.
             proc, url = start_server(db, log)
             try:
                 for name in ("get_run", "run_page"):

@@ -16,7 +16,6 @@ import importlib
 import io
 import math
 import secrets
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -964,7 +963,7 @@ def _ready_run_page(cache: ReadCache, run_id: str) -> Entry | None:
     row = cache.first(store.RENDERED_PAGE, run_id=run_id, renderer=page_renderer())
     if row is None:
         return None
-    head, tail = zlib.decompress(row[0]), zlib.decompress(row[1])
+    head, tail = row[0], row[1]
     page = RunPage(head, tail, etag_of(head, tail))
     stamp = (row[2], row[3])
     return cache.put(_page_key(run_id), Entry(page, len(head) + len(tail), stamp=stamp, version=version))
@@ -994,8 +993,8 @@ def _store_run_page(app: Any, run_id: str, entry: Entry) -> None:
             renderer=page_renderer(),
             status=status,
             reused_from=reused_from,
-            head=zlib.compress(page.head, 1),
-            tail=zlib.compress(page.tail, 1),
+            head=page.head,
+            tail=page.tail,
         )
         with session_scope(app.state.sessionmaker) as session:
             store.save_rendered_page(session, row)
