@@ -3,8 +3,8 @@
 
 PYTHON ?= python3
 VENV ?= .venv
-HOST ?= 127.0.0.1
-PORT ?= 8000
+HOST ?= $(or $(IDLELAB_HOST),127.0.0.1)
+PORT ?= $(or $(IDLELAB_PORT),8000)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.idlelab-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
