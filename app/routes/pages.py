@@ -972,8 +972,9 @@ def _ready_run_page(cache: ReadCache, run_id: str) -> Entry | None:
 @cache
 def page_renderer() -> str:
     """A digest of everything a page is made from (this app's code, templates, static files, the
-    engine's version): a stored page rendered by another version of the app is not served."""
-    digest = hashlib.blake2b(ENGINE_VERSION.encode(), digest_size=16)
+    engine's version, the plotly.js bundle it links to): a stored page rendered by another version
+    of the app is not served."""
+    digest = hashlib.blake2b(f"{ENGINE_VERSION} {plotly_js_version()}".encode(), digest_size=16)
     for folder, pattern in ((REPO_ROOT / "app", "**/*.py"), (TEMPLATES_DIR, "**/*"), (STATIC_DIR, "**/*")):
         for path in sorted(folder.glob(pattern)):
             if path.is_file():
