@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import importlib
 import io
+import logging
 import math
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ from engine.config import GovernorName, Mechanism, SimConfig
 from engine.governors import GOVERNOR_KERNEL
 
 router = APIRouter(include_in_schema=False)
+log = logging.getLogger("idlelab")
 
 TEMPLATES_DIR = REPO_ROOT / "templates"
 STATIC_DIR = REPO_ROOT / "static"
@@ -997,8 +999,11 @@ def _store_run_page(app: Any, run_id: str, entry: Entry) -> None:
             head=page.head,
             tail=page.tail,
         )
-        with session_scope(app.state.sessionmaker) as session:
-            store.save_rendered_page(session, row)
+        try:
+            with session_scope(app.state.sessionmaker) as session:
+                store.save_rendered_page(session, row)
+        except Exception:  # noqa: BLE001 - the page is only not stored: it is rendered again when asked for
+            log.exception("storing the page of run %s failed", run_id)
 
     background = getattr(app.state, "background", None)  # None: no lifespan (a bare test app)
     if background is None:

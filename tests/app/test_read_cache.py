@@ -187,6 +187,7 @@ def test_finished_run_page_is_rendered_before_anyone_asks(app_client: Any) -> No
     assert cache.run_entry(key, run_id) is None
     app.state.runner.on_finished(run_id)  # what the job collector calls once a run is stored as done
     _wait_for_entry(cache, key, run_id)
+    _wait_for_stored_page(app, run_id)
     served = app_client.get(f"/runs/{run_id}")
     # Rendered again on request (neither cached nor stored), the page is the same bytes.
     cache.discard_run(run_id)
