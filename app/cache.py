@@ -65,17 +65,26 @@ class Entry:
     version: int | None = None  # the change counter when last known valid
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    stmt: Select[Any]
+    sql: str
+    params: list[str]
+    keys: list[str]
+    processors: list[Callable[[Any], Any] | None]
+
+
 class ReadConnection:
     """A dedicated connection to one SQLite database for the hot reads, never used to write: the
     change counter (`PRAGMA data_version`) and one-row reads of SQLAlchemy statements compiled
-    once, with no pool checkout or result machinery (several times cheaper). For statements whose
-    columns need no type conversion (strings, numbers, bytes)."""
+    once, their columns converted by the columns' own types, with no pool checkout or result
+    machinery (several times cheaper)."""
 
     def __init__(self, connect: Any, dialect: Any) -> None:
         self._connect = connect
         self._dialect = dialect
         self._conn: sqlite3.Connection | None = None
-        self._compiled: dict[int, tuple[Select[Any], str, list[str]]] = {}
+        self._compiled: dict[int, _Compiled] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -94,20 +103,32 @@ class ReadConnection:
         with self._lock:
             return int(self._connection().execute("PRAGMA data_version").fetchone()[0])
 
-    def first(self, stmt: Select[Any], params: dict[str, Any]) -> tuple[Any, ...] | None:
-        sql, names = self._compile(stmt)
+    def first(self, stmt: Select[Any], params: dict[str, Any]) -> dict[str, Any] | None:
+        c = self._compile(stmt)
         with self._lock:
             # fetchall: the statement runs to its end, so no read transaction stays open.
-            rows = self._connection().execute(sql, [params[n] for n in names]).fetchall()
-        return tuple(rows[0]) if rows else None
+            rows = self._connection().execute(c.sql, [params[n] for n in c.params]).fetchall()
+        if not rows:
+            return None
+        return {k: v if p is None else p(v) for k, p, v in zip(c.keys, c.processors, rows[0], strict=True)}
 
-    def _compile(self, stmt: Select[Any]) -> tuple[str, list[str]]:
+    def _compile(self, stmt: Select[Any]) -> _Compiled:
         # By identity (a statement's == builds SQL); the entry holds the statement, so its id stays its own.
         known = self._compiled.get(id(stmt))
         if known is None:
             compiled = stmt.compile(dialect=self._dialect)
-            known = self._compiled[id(stmt)] = (stmt, str(compiled), list(compiled.positiontup or []))
-        return known[1], known[2]
+            columns = list(stmt.selected_columns)
+            known = self._compiled[id(stmt)] = _Compiled(
+                stmt,
+                str(compiled),
+                list(compiled.positiontup or []),
+                [col.key for col in columns],
+                [
+                    col.type.dialect_impl(self._dialect).result_processor(self._dialect, None)
+                    for col in columns
+                ],
+            )
+        return known
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -136,16 +157,17 @@ class ReadCache:
         """The database's change counter now (read it before loading what you will cache)."""
         return None if self._reads is None else self._reads.data_version()
 
-    def first(self, stmt: Select[Any], **params: Any) -> tuple[Any, ...] | None:
-        """The first row of `stmt` (a module-level constant of plain-typed columns), as a tuple."""
+    def first(self, stmt: Select[Any], **params: Any) -> dict[str, Any] | None:
+        """The first row of `stmt` (a module-level constant) by column key, as SQLAlchemy reads it."""
         if self._reads is not None:
             return self._reads.first(stmt, params)
         with self.db_engine.connect() as conn:
             row = conn.execute(stmt, params).first()
-        return None if row is None else tuple(row)
+        return None if row is None else dict(row._mapping)
 
     def run_stamp(self, run_id: str) -> tuple[str, str | None] | None:
-        return self.first(store.RUN_STAMP, run_id=run_id)  # type: ignore[return-value]
+        row = self.first(store.RUN_STAMP, run_id=run_id)
+        return None if row is None else (row["status"], row["reused_from"])
 
     def run_entry(self, key: Hashable, run_id: str) -> Entry | None:
         """The entry under `key` for run `run_id`, if the run is still as it was when cached."""

@@ -174,17 +174,15 @@ def get_run(session: Session, run_id: str) -> Run | None:
     return session.get(Run, run_id)
 
 
-# Built once: the hot read's statement costs nothing to construct and hits the compiled cache.
-_RUN_ROW_STMT = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).where(
-    Run.id == bindparam("run_id")
-)
+# The hot read: summary columns plus the stored config and result text. Built once; the API
+# reads it through `ReadCache.first`.
+RUN_ROW = select(*_SUMMARY_COLS, Run.config, Run.result, Run.unlisted).where(Run.id == bindparam("run_id"))
 
 
 def get_run_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
-    """The hot read: summary columns plus the stored config and result text, no ORM objects.
-    A plain `Connection` will do: no session to set up and tear down on the hot path."""
+    """`RUN_ROW` on a session or a plain connection, no ORM objects."""
     conn = db.connection() if isinstance(db, Session) else db
-    return conn.execute(_RUN_ROW_STMT, {"run_id": run_id}).first()
+    return conn.execute(RUN_ROW, {"run_id": run_id}).first()
 
 
 # What can still change about a finished run (deleting it aside). Read through `ReadCache.first`.

@@ -124,7 +124,12 @@ def load_run_view(db: Session | Connection, run_id: str, base_url: str = "") -> 
     row = store.get_run_row(db, run_id)
     if row is None:
         raise NotFound(f"run {run_id!r} not found")
-    return RunView(_summary(row, base_url), row.config, row.result, bool(row.unlisted))
+    return run_view(row._mapping, base_url)
+
+
+def run_view(row: Mapping[str, Any], base_url: str = "") -> RunView:
+    """A run from its `store.RUN_ROW` columns."""
+    return RunView(_summary(row, base_url), row["config"], row["result"], bool(row["unlisted"]))
 
 
 @dataclass

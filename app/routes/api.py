@@ -222,11 +222,10 @@ def run_answer(request: Request, run_id: str) -> Answer | None:
         answer = template.value.answer(base_url)
         cache.put(key, Entry(answer, len(answer.body), stamp=template.stamp, version=version))
         return answer  # type: ignore[no-any-return]
-    try:
-        with cache.db_engine.connect() as conn:
-            view = views.load_run_view(conn, run_id, base_url)
-    except NotFound:
+    row = cache.first(store.RUN_ROW, run_id=run_id)
+    if row is None:
         return None
+    view = views.run_view(row, base_url)
     answer = _answer(view.to_json())
     if view.status in FINISHED:
         stamp = (view.status, view.reused_from)

@@ -965,9 +965,9 @@ def _ready_run_page(cache: ReadCache, run_id: str) -> Entry | None:
     row = cache.first(store.RENDERED_PAGE, run_id=run_id, renderer=page_renderer())
     if row is None:
         return None
-    head, tail = row[0], row[1]
+    head, tail = row["head"], row["tail"]
     page = RunPage(head, tail, etag_of(head, tail))
-    stamp = (row[2], row[3])
+    stamp = (row["status"], row["reused_from"])
     return cache.put(_page_key(run_id), Entry(page, len(head) + len(tail), stamp=stamp, version=version))
 
 

@@ -284,9 +284,9 @@ def test_stored_page_is_valid_only_while_its_run_is_unchanged(app_client: Any) -
     def stored(run_id: str) -> Any:
         return app.state.read_cache.first(store.RENDERED_PAGE, run_id=run_id, renderer=pages.page_renderer())
 
-    head, tail, _status, reused_from = stored(copy)
-    assert reused_from == original
-    assert original.encode() in head + tail
+    page = stored(copy)
+    assert page["reused_from"] == original
+    assert original.encode() in page["head"] + page["tail"]
     with session_scope(app.state.sessionmaker) as session:
         store.delete_run(session, original)
     assert stored(copy) is None  # the page names a run that is gone
@@ -295,3 +295,16 @@ def test_stored_page_is_valid_only_while_its_run_is_unchanged(app_client: Any) -
     with session_scope(app.state.sessionmaker) as session:
         store.delete_run(session, copy)
     assert _stored_renderer(app, copy) is None  # gone with its run
+
+
+def test_hot_reads_give_what_sqlalchemy_gives(app_client: Any) -> None:
+    """`ReadCache.first` reads on its own SQLite connection: every column is converted by its type
+    (time zone-aware datetimes, booleans) exactly as a SQLAlchemy connection converts it."""
+    app = app_client.app
+    run_id = _finish_outside_the_runner(app)
+    raw = app.state.read_cache.first(store.RUN_ROW, run_id=run_id)
+    with app.state.db_engine.connect() as conn:
+        row = store.get_run_row(conn, run_id)
+    assert row is not None and raw == dict(row._mapping)
+    assert raw["finished_at"].tzinfo is not None and raw["unlisted"] is False
+    assert app.state.read_cache.first(store.RUN_ROW, run_id="no-such-run") is None
