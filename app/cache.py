@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -37,6 +37,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app import store
 
 FINISHED = ("done", "failed")
+Stamp = tuple[str, str | None]
+
+
+def stamp_of(run: Mapping[str, Any]) -> Stamp:
+    """What can still change about a finished run, deleting it aside (`store.RUN_STAMP`'s columns)."""
+    return (run["status"], run["reused_from"])
 
 
 def etag_of(*parts: bytes) -> str:
@@ -61,7 +67,7 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 class Entry:
     value: Any
     size: int
-    stamp: Hashable = None  # run-keyed: the run's (status, reused_from) when cached
+    stamp: Stamp | None = None  # run-keyed: the run's stamp when cached
     version: int | None = None  # the change counter when last known valid
 
 
@@ -165,9 +171,9 @@ class ReadCache:
             row = conn.execute(stmt, params).first()
         return None if row is None else dict(row._mapping)
 
-    def run_stamp(self, run_id: str) -> tuple[str, str | None] | None:
+    def run_stamp(self, run_id: str) -> Stamp | None:
         row = self.first(store.RUN_STAMP, run_id=run_id)
-        return None if row is None else (row["status"], row["reused_from"])
+        return None if row is None else stamp_of(row)
 
     def run_entry(self, key: Hashable, run_id: str) -> Entry | None:
         """The entry under `key` for run `run_id`, if the run is still as it was when cached."""

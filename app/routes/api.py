@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import store, views
-from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register
+from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register, stamp_of
 from app.db import SessionDep, session_scope
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.routes import base_url_of
@@ -228,7 +228,7 @@ def run_answer(request: Request, run_id: str) -> Answer | None:
     view = views.run_view(row, base_url)
     answer = _answer(view.to_json())
     if view.status in FINISHED:
-        stamp = (view.status, view.reused_from)
+        stamp = stamp_of(view.summary)
         cache.put(key, Entry(answer, len(answer.body), stamp=stamp, version=version))
     return answer
 
@@ -270,7 +270,7 @@ def prerender_run_answer(app: Any, run_id: str) -> None:
         return
     body = view.to_json()
     template = RunAnswerTemplate(body.split(_BASE_URL_MARK.encode()))
-    stamp = (view.status, view.reused_from)
+    stamp = stamp_of(view.summary)
     cache.put(_template_key(run_id), Entry(template, len(body), stamp=stamp, version=version))
 
 

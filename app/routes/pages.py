@@ -36,7 +36,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import charts, store
-from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register
+from app.cache import FINISHED, Answer, Entry, ReadCache, etag_of, register, stamp_of
 from app.config import REPO_ROOT
 from app.db import session_scope
 from app.errors import NotFound
@@ -948,7 +948,7 @@ def _run_page_entry(request: Request, run_id: str) -> Entry:
     version = cache.version()
     run = load_run(request, run_id)
     head, _, tail = _render_run_page(request, run).encode().partition(_COMPARE_OPTIONS_MARK.encode())
-    stamp = (run["status"], run["reused_from"])
+    stamp = stamp_of(run)
     entry = Entry(RunPage(head, tail, etag_of(head, tail)), len(head) + len(tail), stamp=stamp)
     if run["status"] in FINISHED:
         cache.put(_page_key(run_id), replace(entry, version=version))
@@ -967,7 +967,7 @@ def _ready_run_page(cache: ReadCache, run_id: str) -> Entry | None:
         return None
     head, tail = row["head"], row["tail"]
     page = RunPage(head, tail, etag_of(head, tail))
-    stamp = (row["status"], row["reused_from"])
+    stamp = stamp_of(row)
     return cache.put(_page_key(run_id), Entry(page, len(head) + len(tail), stamp=stamp, version=version))
 
 
