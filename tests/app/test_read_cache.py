@@ -308,3 +308,23 @@ def test_hot_reads_give_what_sqlalchemy_gives(app_client: Any) -> None:
     assert row is not None and raw == dict(row._mapping)
     assert raw["finished_at"].tzinfo is not None and raw["unlisted"] is False
     assert app.state.read_cache.first(store.RUN_ROW, run_id="no-such-run") is None
+
+
+def test_saving_a_page_replaces_it_and_skips_a_deleted_run(app_client: Any) -> None:
+    app = app_client.app
+    run_id = _finish_outside_the_runner(app)
+
+    def page(renderer: str, rid: str = run_id) -> RenderedPage:
+        return RenderedPage(
+            run_id=rid, renderer=renderer, status="done", reused_from=None, head=b"<h", tail=b"t>"
+        )
+
+    for renderer in ("first", "second"):
+        with session_scope(app.state.sessionmaker) as session:
+            assert store.save_rendered_page(session, page(renderer))
+    assert _stored_renderer(app, run_id) == "second"  # one row per run, the newest
+    with session_scope(app.state.sessionmaker) as session:
+        store.delete_run(session, run_id)
+    with session_scope(app.state.sessionmaker) as session:  # rendered before the delete, saved after
+        assert not store.save_rendered_page(session, page("late"))
+    assert _stored_renderer(app, run_id) is None
