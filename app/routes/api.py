@@ -260,12 +260,13 @@ def prerender_run_answer(app: Any, run_id: str) -> None:
     """Keep a finished run's answer template in the read cache (called when a run finishes), so
     that its first read, from any base URL, needs no database read but the freshness check."""
     cache: ReadCache = app.state.read_cache
+    if cache.max_bytes == 0:
+        return  # no cache to keep it in
     version = cache.version()
-    try:
-        with cache.db_engine.connect() as conn:
-            view = views.load_run_view(conn, run_id, _BASE_URL_MARK)
-    except NotFound:
+    row = cache.first(store.RUN_ROW, run_id=run_id)
+    if row is None:
         return  # deleted meanwhile
+    view = views.run_view(row, _BASE_URL_MARK)
     if view.status not in FINISHED:
         return
     body = view.to_json()
