@@ -174,10 +174,6 @@ def _state_names(result: Result) -> list[str]:
     return [s["name"] for s in result["states"]]
 
 
-def _label(runs: Sequence[tuple[str, Result]], i: int) -> str:
-    return runs[i][0] if len(runs) > 1 else ""
-
-
 def _suffix(label: str) -> str:
     return f" · {label}" if label else ""
 
@@ -832,16 +828,6 @@ SUMMARY_METRICS: list[Metric] = [
         estimate=True,
     ),
 ]
-
-
-def _residency_metric(name: str) -> Metric:
-    def get(r: Result) -> float | None:
-        for s in r["states"]:
-            if s["name"] == name:
-                return float(s["residency"]) * 100
-        return None
-
-    return Metric(f"residency_{name}", f"{name} residency", "%", get)
 
 
 def summary_figures(result: Result) -> list[dict[str, Any]]:
