@@ -68,7 +68,8 @@ G_T_SLEEP_LENGTH = 12
 G_T_PENDING = 13  # teo: update due (last_state_idx >= 0)
 G_M_CF = 14  # 6 correction factors
 G_M_INTERVALS = G_M_CF + BUCKETS  # 8 intervals (us)
-G_FIXED_COLS = G_M_INTERVALS + INTERVALS
+G_M_SORTED = G_M_INTERVALS + INTERVALS  # menu: scratch, the intervals sorted
+G_FIXED_COLS = G_M_SORTED + INTERVALS
 
 
 def gov_columns(n_states: int) -> int:
@@ -118,43 +119,86 @@ def _menu_update_intervals(g: np.ndarray, c: int, interval_us: int) -> None:
     g[c, G_M_PTR] = p
 
 
+@compiled(inline=True)
+def _sorted_intervals(g: np.ndarray, c: int) -> None:
+    """Copy CPU c's 8 intervals into its G_M_SORTED columns, ascending.
+
+    Batcher's odd-even merge network: 19 compare-exchanges written out, so that they compile to
+    conditional moves on registers (a loop over a table of pairs compiles to a jump table).
+    """
+    r = G_M_INTERVALS
+    a0, a1, a2, a3 = g[c, r], g[c, r + 1], g[c, r + 2], g[c, r + 3]
+    a4, a5, a6, a7 = g[c, r + 4], g[c, r + 5], g[c, r + 6], g[c, r + 7]
+    a0, a2 = min(a0, a2), max(a0, a2)
+    a1, a3 = min(a1, a3), max(a1, a3)
+    a4, a6 = min(a4, a6), max(a4, a6)
+    a5, a7 = min(a5, a7), max(a5, a7)
+    a0, a4 = min(a0, a4), max(a0, a4)
+    a1, a5 = min(a1, a5), max(a1, a5)
+    a2, a6 = min(a2, a6), max(a2, a6)
+    a3, a7 = min(a3, a7), max(a3, a7)
+    a0, a1 = min(a0, a1), max(a0, a1)
+    a2, a3 = min(a2, a3), max(a2, a3)
+    a4, a5 = min(a4, a5), max(a4, a5)
+    a6, a7 = min(a6, a7), max(a6, a7)
+    a2, a4 = min(a2, a4), max(a2, a4)
+    a3, a5 = min(a3, a5), max(a3, a5)
+    a1, a4 = min(a1, a4), max(a1, a4)
+    a3, a6 = min(a3, a6), max(a3, a6)
+    a1, a2 = min(a1, a2), max(a1, a2)
+    a3, a4 = min(a3, a4), max(a3, a4)
+    a5, a6 = min(a5, a6), max(a5, a6)
+    w = G_M_SORTED
+    g[c, w], g[c, w + 1], g[c, w + 2], g[c, w + 3] = a0, a1, a2, a3
+    g[c, w + 4], g[c, w + 5], g[c, w + 6], g[c, w + 7] = a4, a5, a6, a7
+
+
 @compiled()
 def menu_typical_interval(g: np.ndarray, c: int) -> int:
-    """get_typical_interval(): the average of the recent intervals if they are steady, else UINT_MAX (us)."""
-    min_thresh = -1
-    max_thresh = UINT_MAX
+    """get_typical_interval(): the average of the recent intervals if they are steady, else UINT_MAX (us).
+
+    The kernel rescans the 8 intervals once per pass, keeping those strictly between a lower and
+    an upper threshold that each pass may tighten to the current min or max. Both thresholds
+    are values of the window, so every pass keeps a contiguous run [lo, hi) of the sorted
+    intervals: sorted once, each pass only subtracts what it drops (tests check this against a
+    transcription of the kernel's loop).
+    """
+    _sorted_intervals(g, c)
+    v = G_M_SORTED
+    lo = 0
+    hi = INTERVALS
+    while hi > lo and g[c, v + hi - 1] >= UINT_MAX:  # value >= max_thresh (UINT_MAX) is skipped
+        hi -= 1
+    s = 0
+    sq = 0
+    for i in range(lo, hi):
+        s += g[c, v + i]
+        sq += g[c, v + i] * g[c, v + i]
     while True:
-        mx = 0
-        mn = UINT_MAX
-        s = 0.0
-        sq = 0.0
-        divisor = 0
-        for i in range(INTERVALS):
-            value = g[c, G_M_INTERVALS + i]
-            if value <= min_thresh or value >= max_thresh:
-                continue
-            divisor += 1
-            s += value
-            sq += float(value) * float(value)
-            if value > mx:
-                mx = value
-            if value < mn:
-                mn = value
-        if mx == 0:
-            return UINT_MAX
+        if hi == lo or g[c, v + hi - 1] == 0:
+            return UINT_MAX  # max == 0
+        mn = g[c, v + lo]
+        mx = g[c, v + hi - 1]
+        divisor = hi - lo
         # Integer division as the kernel's shifts and do_div() do it.
-        avg = np.floor(s / divisor)
-        variance = np.floor(sq / divisor)
+        avg = s // divisor
+        variance = sq // divisor
         avg_sq = avg * avg
         variance -= avg_sq
         if (avg_sq > variance * 36 and divisor * 4 >= INTERVALS * 3) or variance <= 400:
-            return int(avg)
+            return avg
         if divisor * 4 <= INTERVALS * 3:
             return UINT_MAX
         if avg - mn > mx - avg:
-            min_thresh = mn
+            while g[c, v + lo] == mn:  # min_thresh = mn: every value <= mn goes
+                s -= mn
+                sq -= mn * mn
+                lo += 1
         else:
-            max_thresh = mx
+            while g[c, v + hi - 1] == mx:  # max_thresh = mx
+                s -= mx
+                sq -= mx * mx
+                hi -= 1
 
 
 @compiled()

@@ -240,6 +240,52 @@ def test_typical_interval_ignores_uint_max_entries() -> None:
     assert typical([300] * 7 + [UINT_MAX]) == 300
 
 
+def kernel_typical_interval(intervals: list[int]) -> int:
+    """get_typical_interval() as menu.c writes it: one scan of the ring per pass."""
+    min_thresh, max_thresh = -1, UINT_MAX
+    while True:
+        kept = [v for v in intervals if min_thresh < v < max_thresh]
+        divisor = len(kept)
+        mx, mn = max(kept, default=0), min(kept, default=UINT_MAX)
+        if mx == 0:
+            return UINT_MAX
+        avg = sum(kept) // divisor
+        variance = sum(v * v for v in kept) // divisor - avg * avg
+        if (avg * avg > variance * 36 and divisor * 4 >= INTERVALS * 3) or variance <= 400:
+            return avg
+        if divisor * 4 <= INTERVALS * 3:
+            return UINT_MAX
+        if avg - mn > mx - avg:
+            min_thresh = mn
+        else:
+            max_thresh = mx
+
+
+def test_typical_interval_is_the_kernels_on_any_window() -> None:
+    # The compiled version sorts the window once and keeps a contiguous run of it per pass; the
+    # kernel rescans the ring. Windows with ties, zeros, UINT_MAX and steady runs with outliers.
+    rng = np.random.default_rng(7)
+    # Every 0/1 window (by the 0-1 principle, the sorting network sorts any input if it sorts these).
+    windows = [[(m >> i) & 1 for i in range(8)] for m in range(256)]
+    windows += [[0] * 8, [UINT_MAX] * 8, [0] * 7 + [UINT_MAX], [5] * 8]
+    for _ in range(20_000):
+        kind = rng.integers(4)
+        if kind == 0:
+            w = rng.integers(0, 30, 8)  # small values: many ties, variance <= 400 often
+        elif kind == 1:
+            w = rng.exponential(rng.choice([50, 500, 5000]), 8).astype(np.int64)
+        elif kind == 2:
+            w = np.full(8, rng.integers(1, 3000)) + rng.integers(-40, 41, 8)
+            w[rng.integers(8, size=rng.integers(1, 4))] = rng.choice([0, 7, 90_000, UINT_MAX])
+        else:
+            w = rng.choice([0, 3, 3, 100, 100, 2000, UINT_MAX], 8)
+        windows.append([int(x) for x in np.maximum(w, 0)])
+    got = [typical(w) for w in windows]
+    want = [kernel_typical_interval(w) for w in windows]
+    assert got == want
+    assert len(set(want)) > 100 and UINT_MAX in want  # the windows reach every branch
+
+
 # --------------------------------------------------------------------------------- menu: select
 
 
