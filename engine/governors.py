@@ -77,22 +77,22 @@ def gov_columns(n_states: int) -> int:
     return G_FIXED_COLS + 4 * n_states
 
 
-@compiled()
+@compiled(inline=True)
 def _col_hits(n_states: int) -> int:
     return G_FIXED_COLS
 
 
-@compiled()
+@compiled(inline=True)
 def _col_intercepts(n_states: int) -> int:
     return G_FIXED_COLS + n_states
 
 
-@compiled()
+@compiled(inline=True)
 def _col_promotion(n_states: int) -> int:
     return G_FIXED_COLS + 2 * n_states
 
 
-@compiled()
+@compiled(inline=True)
 def _col_demotion(n_states: int) -> int:
     return G_FIXED_COLS + 3 * n_states
 
@@ -109,7 +109,7 @@ def init_governor_state(n_cpus: int, n_states: int, first_idx: int) -> np.ndarra
 # ---------------------------------------------------------------------------------------------- menu
 
 
-@compiled()
+@compiled(inline=True)
 def _menu_update_intervals(g: np.ndarray, c: int, interval_us: int) -> None:
     p = g[c, G_M_PTR]
     g[c, G_M_INTERVALS + p] = interval_us
@@ -153,7 +153,7 @@ def _sorted_intervals(g: np.ndarray, c: int) -> None:
     g[c, w + 4], g[c, w + 5], g[c, w + 6], g[c, w + 7] = a4, a5, a6, a7
 
 
-@compiled()
+@compiled(inline=True)
 def menu_typical_interval(g: np.ndarray, c: int) -> int:
     """get_typical_interval(): the average of the recent intervals if they are steady, else UINT_MAX (us).
 
@@ -201,7 +201,7 @@ def menu_typical_interval(g: np.ndarray, c: int) -> int:
                 hi -= 1
 
 
-@compiled()
+@compiled(inline=True)
 def _menu_bucket(duration_ns: int) -> int:
     if duration_ns < 10_000:
         return 0
@@ -216,7 +216,7 @@ def _menu_bucket(duration_ns: int) -> int:
     return 5
 
 
-@compiled()
+@compiled(inline=True)
 def _menu_update(g: np.ndarray, c: int, exit_ns: np.ndarray, is_poll0: bool, tick_ns: int) -> None:
     last_idx = g[c, G_LAST_IDX]
     next_timer = g[c, G_M_NEXT_TIMER]
@@ -244,7 +244,7 @@ def _menu_update(g: np.ndarray, c: int, exit_ns: np.ndarray, is_poll0: bool, tic
     _menu_update_intervals(g, c, measured // 1000)
 
 
-@compiled()
+@compiled(inline=True)
 def menu_select(
     g: np.ndarray,
     c: int,
@@ -331,7 +331,7 @@ def menu_select(
 # ----------------------------------------------------------------------------------------------- teo
 
 
-@compiled()
+@compiled(inline=True)
 def _teo_decay(v: int) -> int:
     d = v >> DECAY_SHIFT
     if d:
@@ -339,7 +339,7 @@ def _teo_decay(v: int) -> int:
     return 0
 
 
-@compiled()
+@compiled(inline=True)
 def _teo_update(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray, tick_ns: int) -> None:
     n = res_ns.shape[0]
     hits = _col_hits(n)
@@ -387,7 +387,7 @@ def _teo_update(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray, 
             g[c, G_T_TICK_INTERCEPTS] += PULSE
 
 
-@compiled()
+@compiled(inline=True)
 def _teo_find_shallower(res_ns: np.ndarray, enabled: np.ndarray, state_idx: int, duration_ns: int) -> int:
     for i in range(state_idx - 1, -1, -1):
         if not enabled[i]:
@@ -398,7 +398,7 @@ def _teo_find_shallower(res_ns: np.ndarray, enabled: np.ndarray, state_idx: int,
     return state_idx
 
 
-@compiled()
+@compiled(inline=True)
 def teo_select(
     g: np.ndarray,
     c: int,
@@ -493,14 +493,14 @@ def teo_select(
 # -------------------------------------------------------------------------------------------- ladder
 
 
-@compiled()
+@compiled(inline=True)
 def _ladder_do_selection(g: np.ndarray, c: int, n: int, old_idx: int, new_idx: int) -> None:
     g[c, _col_promotion(n) + old_idx] = 0
     g[c, _col_demotion(n) + old_idx] = 0
     g[c, G_LAST_IDX] = new_idx
 
 
-@compiled()
+@compiled(inline=True)
 def ladder_select(
     g: np.ndarray, c: int, exit_ns: np.ndarray, enabled: np.ndarray, is_poll0: bool, latency_req: int
 ) -> int:
@@ -545,7 +545,7 @@ def ladder_select(
 # ------------------------------------------------------------------------------------- oracle, fixed
 
 
-@compiled()
+@compiled(inline=True)
 def _deepest_fitting(
     res_ns: np.ndarray, exit_ns: np.ndarray, enabled: np.ndarray, latency_req: int, duration: int
 ) -> int:
@@ -562,7 +562,7 @@ def _deepest_fitting(
     return max(idx, 0)
 
 
-@compiled()
+@compiled(inline=True)
 def select_state(
     gov: int,
     g: np.ndarray,
@@ -606,7 +606,7 @@ def select_state(
     return idx, not (idx == 0 and is_poll0) and sleep_length > delta_tick
 
 
-@compiled()
+@compiled(inline=True)
 def reflect(
     gov: int, g: np.ndarray, c: int, index: int, last_res: int, tick_wakeup: bool, poll_limit: bool
 ) -> None:
@@ -625,7 +625,7 @@ def reflect(
         g[c, G_T_PENDING] = 1
 
 
-@compiled()
+@compiled(inline=True)
 def note_rejected(g: np.ndarray, c: int) -> None:
     """A rejected entry leaves last_residency_ns at 0 and calls no reflect."""
     g[c, G_LAST_RES] = 0

@@ -10,14 +10,13 @@ wake-up sends, idle-loop entry) or idle in a state; arrivals while running exten
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 from engine.governors import INF, note_rejected, reflect, select_state
 from engine.jit import compiled
-from engine.streams import exponential, standard_normal
+from engine.streams import exponential, lognormal
 
 # Per-CPU integer state: columns of `cs`.
 C_MODE = 0  # 0 running, 1 idle
@@ -166,6 +165,7 @@ class Table(NamedTuple):
     entry_ns: np.ndarray  # from the start of the state to the wait itself
     median_ns: np.ndarray  # exit latency median
     sigma: np.ndarray  # exit latency log-normal shape
+    exit_quantiles: np.ndarray  # (state, step): the exit latency's quantiles (streams.lognormal_table)
 
 
 class Arrivals(NamedTuple):
@@ -213,13 +213,14 @@ def _exp_draw(rng: np.ndarray, c: int, mean_ns: float, is_exponential: bool) -> 
 
 
 @compiled(inline=True)
-def _exit_draw(rng: np.ndarray, c: int, median_ns: float, sigma: float) -> int:
+def _exit_draw(rng: np.ndarray, c: int, tab: Table, s: int) -> int:
     """Log-normal exit latency: the median as given, the table's worst case at the 99.99th percentile."""
-    if median_ns <= 0.0:
+    median = tab.median_ns[s]
+    if median <= 0.0:
         return 0
-    if sigma <= 0.0:
-        return int(median_ns)
-    return int(median_ns * math.exp(sigma * standard_normal(rng, c)))
+    if tab.sigma[s] <= 0.0:
+        return int(median)
+    return int(lognormal(rng, c, tab.exit_quantiles, s, median, tab.sigma[s]))
 
 
 # ------------------------------------------------------------------------------- the event queue
@@ -439,7 +440,7 @@ def _account_idle(
 # ---------------------------------------------------------------------------------- the call queue
 
 
-@compiled()
+@compiled(inline=True)
 def _drain(
     cpus: Cpus,
     c: int,
@@ -477,7 +478,7 @@ def _drain(
     return tt, tasks
 
 
-@compiled()
+@compiled(inline=True)
 def _call(
     cpus: Cpus,
     src: int,
@@ -620,7 +621,7 @@ def run_until(
 ) -> None:
     """Process every event before t_stop (the caller steps t_stop to report progress)."""
     cs, queue, g, seen, rng = cpus.cs, cpus.queue, cpus.g, cpus.seen, cpus.rng
-    irq_on, direct_saving, median_ns, sigma = tab.irq_on, tab.direct_saving, tab.median_ns, tab.sigma
+    irq_on, direct_saving = tab.irq_on, tab.direct_saving
     tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
     snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
     st, ssum, ctr, fsum, tl = stats.st, stats.ssum, stats.ctr, stats.fsum, stats.tl
@@ -660,7 +661,7 @@ def run_until(
                 continue
             x = 0
             if not poll and t >= mw:
-                x = _exit_draw(rng, c, median_ns[s], sigma[s])
+                x = _exit_draw(rng, c, tab, s)
                 ssum[S_EXIT_SUM, s] += x
                 ssum[S_EXIT_N, s] += 1
             t_hw = max(t, mw) + x

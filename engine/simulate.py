@@ -29,6 +29,7 @@ from engine.result import (
     Timeline,
 )
 from engine.streams import (
+    QUANTILE_STEPS,
     SRC_CALLS,
     SRC_IRQ,
     SRC_KERNEL,
@@ -36,10 +37,11 @@ from engine.streams import (
     SRC_TIMERS,
     arrival_streams,
     first_uniforms,
+    lognormal_table,
     stream_seeds,
 )
 
-ENGINE_VERSION = "0.3.0"
+ENGINE_VERSION = "0.4.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -239,9 +241,11 @@ class _Prepared:
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
         self.tl = np.zeros((TIMELINE_ROWS, 4), dtype=np.int64)
         self.cpus = K.Cpus(cs, self.queue, self.g, self.q_t, self.q_kind, self.q_src, self.seen, self.rng)
+        exit_quantiles = np.empty((S, QUANTILE_STEPS + 1))
+        lognormal_table(self.median_ns, self.sigma, exit_quantiles)
         self.tab = K.Table(
             self.res_ns, self.exit_ns, self.enabled, self.irq_on, self.direct_saving, self.entry_ns,
-            self.median_ns, self.sigma,
+            self.median_ns, self.sigma, exit_quantiles,
         )
         self.arr = K.Arrivals(
             self.tm_next, self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t,
