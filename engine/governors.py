@@ -166,14 +166,15 @@ def menu_typical_interval(g: np.ndarray, c: int) -> int:
     _sorted_intervals(g, c)
     v = G_M_SORTED
     lo = 0
-    hi = INTERVALS
-    while hi > lo and g[c, v + hi - 1] >= UINT_MAX:  # value >= max_thresh (UINT_MAX) is skipped
-        hi -= 1
+    hi = 0
     s = 0
     sq = 0
-    for i in range(lo, hi):
-        s += g[c, v + i]
-        sq += g[c, v + i] * g[c, v + i]
+    for i in range(INTERVALS):
+        value = g[c, v + i]
+        if value < UINT_MAX:  # value >= max_thresh (UINT_MAX) is skipped; it sorts last
+            hi += 1
+            s += value
+            sq += value * value
     while True:
         if hi == lo or g[c, v + hi - 1] == 0:
             return UINT_MAX  # max == 0

@@ -60,10 +60,11 @@ def engine_version() -> str:
 def simulate(config: SimConfig, *, progress: Callable[[float], None] | None = None) -> SimResult:
     """Run one simulation. `progress` receives the simulated fraction done (0..1)."""
     run = _Prepared(config)
-    for i in range(1, CHUNKS + 1):
-        run.step(run.t_end * i // CHUNKS)
+    chunks = CHUNKS if progress is not None else 1  # stepping in chunks changes nothing but the reports
+    for i in range(1, chunks + 1):
+        run.step(run.t_end * i // chunks)
         if progress is not None:
-            progress(i / CHUNKS)
+            progress(i / chunks)
     return run.result()
 
 
@@ -405,6 +406,8 @@ def _mean(total: float, count: float) -> float | None:
 
 
 def _latency_stats(samples: np.ndarray) -> LatencyStats:
+    if len(samples) and samples.max() < 2**31 and samples.min() >= 0:
+        samples = samples.astype(np.int32)  # sorts twice as fast, same values
     ordered = np.sort(samples)
     # Bins [e_i, e_i+1); samples below the first edge count in the first bin, above the last in the last.
     below = np.searchsorted(ordered, HIST_EDGES_NS[1:-1], side="left")

@@ -250,10 +250,13 @@ def test_other_seed_differs() -> None:
 
 def test_progress_callback() -> None:
     seen: list[float] = []
-    simulate(make_config(duration_ms=2.0), progress=seen.append)
-    assert seen == sorted(seen)
+    config = make_config(duration_ms=20.0, topology={"sockets": 2, "cores_per_socket": 4})
+    reported = simulate(config, progress=seen.append)
+    assert seen == sorted(seen) and len(seen) > 10
     assert seen[-1] == 1.0
     assert all(0 < f <= 1 for f in seen)
+    # Without a callback the run is one step; the chunks it is reported in change nothing.
+    assert reported.model_dump_json() == simulate(config).model_dump_json()
 
 
 def test_run_with_internals_matches_simulate() -> None:

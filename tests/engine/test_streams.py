@@ -66,12 +66,14 @@ def test_a_sender_without_targets_sends_nothing() -> None:
     assert counts[1] == 0 and counts[0] > 0
 
 
-def test_seeds_come_from_seed_sequence_children() -> None:
-    seeds = stream_seeds(11, 6)
-    for c in (0, 5):
-        child = np.random.SeedSequence(11, spawn_key=(c,))  # what SeedSequence(11).spawn() gives CPU c
-        assert (seeds[c] == (child.generate_state(5, np.uint64) | np.uint64(1))).all()
-    assert (stream_seeds(11, 2) == seeds[:2]).all()
+@pytest.mark.parametrize("seed", [0, 11, 2**32 - 1, 2**32 + 5, 2**63 - 1])
+def test_seeds_come_from_seed_sequence_children(seed: int) -> None:
+    # Computed in compiled code: word for word what numpy's SeedSequence gives each child.
+    seeds = stream_seeds(seed, 300)
+    children = np.random.SeedSequence(seed).spawn(300)
+    want = np.array([child.generate_state(5, np.uint64) for child in children]) | np.uint64(1)
+    assert seeds.dtype == np.uint64 and (seeds == want).all()
+    assert (stream_seeds(seed, 2) == seeds[:2]).all()
 
 
 def test_exponential_ziggurat_has_the_exponential_distribution() -> None:
