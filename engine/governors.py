@@ -120,6 +120,21 @@ def _menu_update_intervals(g: np.ndarray, c: int, interval_us: int) -> None:
 
 
 @compiled(inline=True)
+def _div_small(a: int, divisor: int) -> int:
+    """a // divisor for a >= 0 and a divisor of at most 8 (the kernel shifts when it is 8).
+
+    Spelled out per divisor, each becomes a multiplication, not a division (~20 cycles).
+    """
+    if divisor == 8:
+        return a >> 3
+    if divisor == 7:
+        return a // 7
+    if divisor == 6:
+        return a // 6
+    return a // divisor
+
+
+@compiled(inline=True)
 def _sorted_intervals(g: np.ndarray, c: int) -> None:
     """Copy CPU c's 8 intervals into its G_M_SORTED columns, ascending.
 
@@ -181,9 +196,8 @@ def menu_typical_interval(g: np.ndarray, c: int) -> int:
         mn = g[c, v + lo]
         mx = g[c, v + hi - 1]
         divisor = hi - lo
-        # Integer division as the kernel's shifts and do_div() do it.
-        avg = s // divisor
-        variance = sq // divisor
+        avg = _div_small(s, divisor)
+        variance = _div_small(sq, divisor)
         avg_sq = avg * avg
         variance -= avg_sq
         if (avg_sq > variance * 36 and divisor * 4 >= INTERVALS * 3) or variance <= 400:

@@ -49,7 +49,7 @@ C_SEND_NOT_BEFORE = 26  # after a csd_lock() spin: the call goes on from here
 C_SPUN_NS = 30  # csd_lock() spin to charge to the call that was waiting
 C_EV_KIND = 27
 C_EV_ARG = 28
-C_KEY = 29  # the time of the next event
+C_SOCKET = 29  # the CPU's socket
 N_CPU_COLS = 31
 
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = 0, 1, 2, 3, 4, 5, 6, 7
@@ -75,25 +75,24 @@ P_SCHED_WORK = 16
 N_FP = 17
 
 # Integer parameters: entries of `ip`.
-I_CORES = 0
-I_GOV = 1
-I_FIXED_IDX = 2
-I_LAT_REQ = 3
-I_TICK_NS = 4
-I_NOHZ = 5
-I_MECH = 6
-I_READ_FIRST = 7
-I_IRQS_OFF = 8
-I_POLL_LIMIT = 9
-I_IRQ_WORK_EXP = 10
-I_SCHED_WORK_EXP = 11
-I_TL_CPUS = 12
-I_TL_END = 13
-I_T_END = 14
-I_IS_POLL0 = 15
-I_MAX_SLEEP = 16
-I_SPINNERS = 17  # senders released from csd_lock() spinning, not yet rescheduled
-N_IP = 18
+I_GOV = 0
+I_FIXED_IDX = 1
+I_LAT_REQ = 2
+I_TICK_NS = 3
+I_NOHZ = 4
+I_MECH = 5
+I_READ_FIRST = 6
+I_IRQS_OFF = 7
+I_POLL_LIMIT = 8
+I_IRQ_WORK_EXP = 9
+I_SCHED_WORK_EXP = 10
+I_TL_CPUS = 11
+I_TL_END = 12
+I_T_END = 13
+I_IS_POLL0 = 14
+I_MAX_SLEEP = 15
+I_SPINNERS = 16  # senders released from csd_lock() spinning, not yet rescheduled
+N_IP = 17
 
 MECH_IPI, MECH_RFC, MECH_TIF = 0, 1, 2
 
@@ -318,7 +317,6 @@ def _schedule(
         if cs[c, C_BUSY_UNTIL] < t and cs[c, C_SPIN_FROM] == INF:
             t = cs[c, C_BUSY_UNTIL]
             kind = EV_BUSY_END
-    cs[c, C_KEY] = t
     cs[c, C_EV_KIND] = kind
     cs[c, C_EV_ARG] = arg
     _queue_set(queue, c, t)
@@ -340,9 +338,9 @@ def schedule_all(
 
 
 @compiled(inline=True)
-def _transfer(ctr: np.ndarray, fp: np.ndarray, cores: int, a: int, b: int, by_target: bool) -> float:
+def _transfer(cs: np.ndarray, ctr: np.ndarray, fp: np.ndarray, a: int, b: int, by_target: bool) -> float:
     """One coherence round trip between CPUs a and b; returns its cost in TSC cycles."""
-    loc = 0 if a // cores == b // cores else 1
+    loc = 0 if cs[a, C_SOCKET] == cs[b, C_SOCKET] else 1
     ctr[K_LT_SAME + loc] += 1
     ctr[K_LT_TARGET if by_target else K_LT_SENDER] += 1
     return (fp[P_LINE_SAME] if loc == 0 else fp[P_LINE_OTHER]) * fp[P_TSC_GHZ]
@@ -354,7 +352,6 @@ def _word_read(
     seen: np.ndarray,
     ctr: np.ndarray,
     fp: np.ndarray,
-    cores: int,
     r: int,
     t: int,
     by_target: bool,
@@ -363,7 +360,7 @@ def _word_read(
     if owner == r or (owner == -1 and seen[r, t] == cs[t, C_WORD_VER]):
         return 0.0
     holder = owner if owner >= 0 else cs[t, C_WORD_READER]
-    cyc = _transfer(ctr, fp, cores, r, holder, by_target)
+    cyc = _transfer(cs, ctr, fp, r, holder, by_target)
     cs[t, C_WORD_OWNER] = -1
     seen[r, t] = cs[t, C_WORD_VER]
     cs[t, C_WORD_READER] = r
@@ -376,7 +373,6 @@ def _word_write(
     seen: np.ndarray,
     ctr: np.ndarray,
     fp: np.ndarray,
-    cores: int,
     w: int,
     t: int,
     by_target: bool,
@@ -387,7 +383,7 @@ def _word_write(
         # Pull the line exclusive, or invalidate the other sharers' copies: one round trip either way.
         holder = owner if owner >= 0 else cs[t, C_WORD_READER]
         if holder != w:
-            cyc = _transfer(ctr, fp, cores, w, holder, by_target)
+            cyc = _transfer(cs, ctr, fp, w, holder, by_target)
     cs[t, C_WORD_OWNER] = w
     cs[t, C_WORD_VER] += 1
     seen[w, t] = cs[t, C_WORD_VER]
@@ -498,22 +494,21 @@ def _call(
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
     q_t, q_kind, q_src, irq_t, irq_off = cpus.q_t, cpus.q_kind, cpus.q_src, arr.irq_t, arr.irq_off
-    cores = ip[I_CORES]
     ghz = fp[P_TSC_GHZ]
-    loc = 0 if src // cores == dst // cores else 1
+    loc = 0 if cs[src, C_SOCKET] == cs[dst, C_SOCKET] else 1
     cyc = fp[P_SETUP_CYC]
     wait_cyc = spun_cyc
     if kind == 0:
         owner = cs[src, C_CSD_OWNER]
         if owner != src:
             # csd_lock_wait() reads the flags the target wrote; csd_lock() then takes the line.
-            cyc += _transfer(ctr, fp, cores, src, owner, False)
-            cyc += _transfer(ctr, fp, cores, src, owner, False)
+            cyc += _transfer(cs, ctr, fp, src, owner, False)
+            cyc += _transfer(cs, ctr, fp, src, owner, False)
         cs[src, C_CSD_OWNER] = src
         cs[src, C_CSD_FREE_AT] = INF
     # Queue on the target's call list: one locked operation on a line its last writer holds.
     if cs[dst, C_Q_OWNER] != src:
-        cyc += _transfer(ctr, fp, cores, src, cs[dst, C_Q_OWNER], False)
+        cyc += _transfer(cs, ctr, fp, src, cs[dst, C_Q_OWNER], False)
         cs[dst, C_Q_OWNER] = src
     was_empty = cs[dst, C_QLEN] == 0
     n = cs[dst, C_QLEN]
@@ -539,24 +534,24 @@ def _call(
     if mech == MECH_TIF:
         # set_nr_if_polling(): a plain read, then the cmpxchg only if the polling flag is set.
         polling = waiting or (not target_idle and t < cs[dst, C_POLL_CLEAR_AT])
-        cyc += _word_read(cs, seen, ctr, fp, cores, src, dst, False)
+        cyc += _word_read(cs, seen, ctr, fp, src, dst, False)
         if polling:
-            cyc += _word_write(cs, seen, ctr, fp, cores, src, dst, False)
+            cyc += _word_write(cs, seen, ctr, fp, src, dst, False)
             _post(cs, dst, t + int(cyc / ghz), 1)
             send_ipi = False
     elif mech == MECH_RFC:
         idle_word = waiting and not (cs[dst, C_STATE] == 0 and ip[I_IS_POLL0] == 1)
         if ip[I_READ_FIRST] == 1:
-            cyc += _word_read(cs, seen, ctr, fp, cores, src, dst, False)
+            cyc += _word_read(cs, seen, ctr, fp, src, dst, False)
         if idle_word or ip[I_READ_FIRST] == 0:
             # atomic_cmpxchg(IDLE -> WAKING): takes the line even when it finds RUNNING.
-            cyc += _word_write(cs, seen, ctr, fp, cores, src, dst, False)
+            cyc += _word_write(cs, seen, ctr, fp, src, dst, False)
         if idle_word:
             t_waking = t + int(cyc / ghz)
-            pend = _transfer(ctr, fp, cores, src, dst, False)  # set_tsk_ipi_pending() on the idle task
+            pend = _transfer(cs, ctr, fp, src, dst, False)  # set_tsk_ipi_pending() on the idle task
             cyc += pend
             # The target spins on WAKING and pulls the word back: the WOKENUP store moves it again.
-            cyc += _transfer(ctr, fp, cores, src, dst, False)
+            cyc += _transfer(cs, ctr, fp, src, dst, False)
             cs[dst, C_WORD_OWNER] = src
             t_wokenup = t + int(cyc / ghz)
             cs[dst, C_STUCK] = 0
@@ -625,7 +620,6 @@ def run_until(
     tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
     snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
     st, ssum, ctr, fsum, tl = stats.st, stats.ssum, stats.ctr, stats.fsum, stats.tl
-    cores = ip[I_CORES]
     tick_ns = ip[I_TICK_NS]
     t_end = ip[I_T_END]
     e_ns = int(fp[P_IRQ_ENTRY])
@@ -636,7 +630,7 @@ def run_until(
     is_poll0 = ip[I_IS_POLL0] == 1
     while True:
         c = queue[1] & CPU_MASK
-        t = cs[c, C_KEY]
+        t = queue[1] >> CPU_BITS  # the event's time, from its key (below T_CAP in any run)
         if t >= t_stop:
             break
         ctr[K_EVENTS] += 1
@@ -723,7 +717,7 @@ def run_until(
                             ctr[K_STUCK] += 1
                             fsum[F_STUCK_NS] += cs[c, C_WOKENUP_AT] - ret
                         ret = cs[c, C_WOKENUP_AT]
-                    _word_read(cs, seen, ctr, fp, cores, c, c, True)
+                    _word_read(cs, seen, ctr, fp, c, c, True)
                 t_after = ret + h_ns
             if kind != EV_POLL_TIMEOUT:
                 wake = ret - t if interrupt and irq_on[s] else t_hw - t
@@ -749,7 +743,7 @@ def run_until(
                 tl[i, 3] = s
                 ctr[K_TL] = i + 1
             if uses_word and not (mech == MECH_RFC and poll):
-                _word_write(cs, seen, ctr, fp, cores, c, c, True)  # RUNNING / clear polling
+                _word_write(cs, seen, ctr, fp, c, c, True)  # RUNNING / clear polling
             cs[c, C_MODE] = 0
             cs[c, C_POLL_CLEAR_AT] = t_hw
             # The idle loop's exit flushes the call queue (flush_smp_call_function_queue()).
@@ -904,4 +898,4 @@ def _enter_idle(
     cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
-        _word_write(cs, seen, ctr, fp, ip[I_CORES], c, c, True)  # IDLE / set polling
+        _word_write(cs, seen, ctr, fp, c, c, True)  # IDLE / set polling

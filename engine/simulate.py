@@ -150,7 +150,6 @@ class _Prepared:
         fixed_idx = names.index(fixed) if fixed is not None else enabled_idx[-1]
         qos = config.states.latency_limit_us
         ip = np.zeros(K.N_IP, dtype=np.int64)
-        ip[K.I_CORES] = cores
         ip[K.I_GOV] = GOVERNOR_IDS[gov]
         ip[K.I_FIXED_IDX] = fixed_idx
         ip[K.I_LAT_REQ] = INF if qos is None else int(round(qos * 1000))
@@ -216,6 +215,7 @@ class _Prepared:
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
+        cs[:, K.C_SOCKET] = cpus // cores
         cs[:, K.C_CSD_OWNER] = cpus
         cs[:, K.C_WORD_OWNER] = cpus
         cs[:, K.C_WORD_READER] = cpus

@@ -310,7 +310,7 @@ def arrival_streams(
     """Poisson arrivals in [0, t_end) for every CPU (rate_hz[c], generator seeds[c]).
 
     Returns all CPUs' times back to back (int ns), their targets when `targets` is given (see
-    `_fill`; else all -1), and each CPU's offset into both.
+    `_fill`; else an empty array), and each CPU's offset.
     """
     n = len(rate_hz)
     rate_hz = np.asarray(rate_hz, dtype=np.float64)
@@ -320,13 +320,13 @@ def arrival_streams(
     room = int(np.where(rate_hz > 0, expected + 8.0 * np.sqrt(expected) + 32.0, 0).sum())  # mean + 8 sd each
     while True:
         times = np.empty(room, dtype=np.int64)
-        dst = np.full(room, -1, dtype=np.int64)
+        dst = np.empty(room if len(tgt) else 0, dtype=np.int64)
         count = np.zeros(n, dtype=np.int64)
         if _fill(seeds.copy(), rate_hz, t_end, times, dst, count, cores, same_share, tgt, socket_off):
             break
         room *= 2
     off = offsets(count)
-    return times[: off[-1]], dst[: off[-1]], off
+    return times[: off[-1]], dst[: off[-1]] if len(tgt) else dst, off
 
 
 @compiled()

@@ -37,7 +37,7 @@ def test_poisson_counts_match_the_rate() -> None:
     counts = np.diff(off)
     # Each CPU: Poisson with mean 1000 (sd ~32); all 64: 64,000 (sd ~253).
     assert counts.sum() == pytest.approx(n * 1000, abs=4 * math.sqrt(n * 1000))
-    assert (dst == -1).all()
+    assert len(dst) == 0  # no targets asked for
     for c in range(n):
         mine = times[off[c] : off[c + 1]]
         assert (np.diff(mine) >= 0).all() and mine[0] >= 0 and mine[-1] < t_end
