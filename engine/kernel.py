@@ -47,10 +47,11 @@ C_POLL_CLEAR_AT = 24  # the polling flag is cleared at this time after a wake
 C_SPIN_FROM = 25  # csd_lock() spinning since (INF: not spinning)
 C_SEND_NOT_BEFORE = 26  # after a csd_lock() spin: the call goes on from here
 C_SPUN_NS = 30  # csd_lock() spin to charge to the call that was waiting
+C_IRQ_NEXT = 31  # the next device interrupt (irq_t[C_IRQ_PTR]), INF when there is none
 C_EV_KIND = 27
 C_EV_ARG = 28
 C_SOCKET = 29  # the CPU's socket
-N_CPU_COLS = 31
+N_CPU_COLS = 32
 
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = 0, 1, 2, 3, 4, 5, 6, 7
 
@@ -262,6 +263,14 @@ def _next_grid(t: int, period: int) -> int:
 
 
 @compiled(inline=True)
+def _take_irq(cs: np.ndarray, c: int, arr: Arrivals) -> None:
+    """CPU c's next device interrupt has been taken: the one after it is next."""
+    p = cs[c, C_IRQ_PTR] + 1
+    cs[c, C_IRQ_PTR] = p
+    cs[c, C_IRQ_NEXT] = arr.irq_t[p] if p < arr.irq_off[c + 1] else INF
+
+
+@compiled(inline=True)
 def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
     best = INF
     k_best = -1
@@ -281,7 +290,6 @@ def _schedule(
     arr: Arrivals,
 ) -> None:
     """Compute CPU c's next event and put it in the queue. Ties: arrivals before the end of work."""
-    irq_t, irq_off = arr.irq_t, arr.irq_off
     snd_t, snd_off, ssnd_t, ssnd_off = arr.snd_t, arr.snd_off, arr.ssnd_t, arr.ssnd_off
     t, k = _next_timer(arr.tm_next, c)
     kind = EV_TIMER
@@ -289,9 +297,8 @@ def _schedule(
     if cs[c, C_TICK_STOPPED] == 0 and cs[c, C_TICK_NEXT] < t:
         t = cs[c, C_TICK_NEXT]
         kind = EV_TICK
-    p = cs[c, C_IRQ_PTR]
-    if p < irq_off[c + 1] and irq_t[p] < t:
-        t = irq_t[p]
+    if cs[c, C_IRQ_NEXT] < t:
+        t = cs[c, C_IRQ_NEXT]
         kind = EV_IRQ
     if cs[c, C_SIGNAL_AT] < t:
         t = cs[c, C_SIGNAL_AT]
@@ -493,7 +500,7 @@ def _call(
     already spent spinning) and posts the signal that will wake the target.
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
-    q_t, q_kind, q_src, irq_t, irq_off = cpus.q_t, cpus.q_kind, cpus.q_src, arr.irq_t, arr.irq_off
+    q_t, q_kind, q_src = cpus.q_t, cpus.q_kind, cpus.q_src
     ghz = fp[P_TSC_GHZ]
     loc = 0 if cs[src, C_SOCKET] == cs[dst, C_SOCKET] else 1
     cyc = fp[P_SETUP_CYC]
@@ -556,8 +563,7 @@ def _call(
             t_wokenup = t + int(cyc / ghz)
             cs[dst, C_STUCK] = 0
             if ip[I_IRQS_OFF] == 0:
-                p = cs[src, C_IRQ_PTR]
-                if p < irq_off[src + 1] and t_waking < irq_t[p] <= t_waking + int(pend / ghz):
+                if t_waking < cs[src, C_IRQ_NEXT] <= t_waking + int(pend / ghz):
                     # An interrupt between WAKING and WOKENUP: the target waits for its handler.
                     stall = int(fp[P_IRQ_ENTRY] + fp[P_IRQ_HANDLER])
                     t_wokenup += stall
@@ -730,7 +736,7 @@ def run_until(
             if kind == EV_TIMER:
                 tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
             elif kind == EV_IRQ:
-                cs[c, C_IRQ_PTR] += 1
+                _take_irq(cs, c, arr)
             elif kind == EV_TICK:
                 cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
             last_res = _account_idle(st, c, s, start, ret, t_end, tab)
@@ -782,7 +788,7 @@ def run_until(
             _sample(stats, L_IRQ, take + e_ns - t)
             work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
             cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_IRQ_HANDLER]) + work
-            cs[c, C_IRQ_PTR] += 1
+            _take_irq(cs, c, arr)
         elif kind == EV_SIGNAL:
             at = take + (e_ns if cs[c, C_SIGNAL_TYPE] == 0 else 0)
             t_d, tasks = _drain(cpus, c, at, fp, ip, stats)
@@ -856,7 +862,7 @@ def _enter_idle(
 ) -> None:
     """do_idle() -> cpuidle_idle_call(): select a state, maybe stop the tick, enter it."""
     cs, g, seen = cpus.cs, cpus.g, cpus.seen
-    irq_t, irq_off, inc_t, inc_off = arr.irq_t, arr.irq_off, arr.inc_t, arr.inc_off
+    inc_t, inc_off = arr.inc_t, arr.inc_off
     t_start = t + int(fp[P_ENTRY_HK])
     timer, _ = _next_timer(arr.tm_next, c)
     sleep_length = min(max(timer - t_start, 0), ip[I_MAX_SLEEP])
@@ -870,9 +876,7 @@ def _enter_idle(
         # The next wake-up this CPU will see: timers, device interrupts, signals in flight and
         # the calls other CPUs are due to make to it.
         oracle = timer
-        p = cs[c, C_IRQ_PTR]
-        if p < irq_off[c + 1]:
-            oracle = min(oracle, irq_t[p])
+        oracle = min(oracle, cs[c, C_IRQ_NEXT])
         oracle = min(oracle, cs[c, C_SIGNAL_AT])
         p = cs[c, C_INC_PTR]
         while p < inc_off[c + 1] and inc_t[p] < t_start:

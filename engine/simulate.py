@@ -210,6 +210,9 @@ class _Prepared:
         cpus = np.arange(n, dtype=np.int64)
         cs[:, K.C_TICK_NEXT] = tick_ns
         cs[:, K.C_IRQ_PTR] = self.irq_off[:-1]
+        has_irq = self.irq_off[1:] > self.irq_off[:-1]
+        cs[:, K.C_IRQ_NEXT] = INF
+        cs[has_irq, K.C_IRQ_NEXT] = self.irq_t[self.irq_off[:-1][has_irq]]
         cs[:, K.C_SEND_PTR] = self.snd_off[:-1]
         cs[:, K.C_SSEND_PTR] = self.ssnd_off[:-1]
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
