@@ -43,6 +43,8 @@ from engine.governors import (
     INTERVALS,
     PULSE,
     UINT_MAX,
+    _sorted_intervals,
+    _surely_irregular,
     init_governor_state,
     ladder_select,
     menu_select,
@@ -262,14 +264,15 @@ def kernel_typical_interval(intervals: list[int]) -> int:
 
 
 def test_typical_interval_is_the_kernels_on_any_window() -> None:
-    # The compiled version sorts the window once and keeps a contiguous run of it per pass; the
-    # kernel rescans the ring. Windows with ties, zeros, UINT_MAX and steady runs with outliers.
+    # The compiled version sorts the window once, rules out irregular windows by bounds, and
+    # keeps a contiguous run of it per pass; the kernel rescans the ring. Windows with ties,
+    # zeros, UINT_MAX, steady runs with outliers, and spreads around the acceptance bounds.
     rng = np.random.default_rng(7)
     # Every 0/1 window (by the 0-1 principle, the sorting network sorts any input if it sorts these).
     windows = [[(m >> i) & 1 for i in range(8)] for m in range(256)]
     windows += [[0] * 8, [UINT_MAX] * 8, [0] * 7 + [UINT_MAX], [5] * 8]
     for _ in range(20_000):
-        kind = rng.integers(4)
+        kind = rng.integers(5)
         if kind == 0:
             w = rng.integers(0, 30, 8)  # small values: many ties, variance <= 400 often
         elif kind == 1:
@@ -277,13 +280,26 @@ def test_typical_interval_is_the_kernels_on_any_window() -> None:
         elif kind == 2:
             w = np.full(8, rng.integers(1, 3000)) + rng.integers(-40, 41, 8)
             w[rng.integers(8, size=rng.integers(1, 4))] = rng.choice([0, 7, 90_000, UINT_MAX])
-        else:
+        elif kind == 3:
             w = rng.choice([0, 3, 3, 100, 100, 2000, UINT_MAX], 8)
+        else:
+            # Around both acceptance bounds (variance 400, average = 6 standard deviations).
+            base = rng.choice([60, 120, 200, 400, 1000, 5000, 40_000, 2**26 - 10_000])
+            w = base + (base * rng.uniform(0.02, 0.6) * rng.uniform(-1, 1, 8)).astype(np.int64)
         windows.append([int(x) for x in np.maximum(w, 0)])
     got = [typical(w) for w in windows]
     want = [kernel_typical_interval(w) for w in windows]
     assert got == want
     assert len(set(want)) > 100 and UINT_MAX in want  # the windows reach every branch
+    shortcut = sum(map(surely_irregular, windows))
+    assert 2_000 < shortcut < sum(x == UINT_MAX for x in want)  # taken often, not always
+
+
+def surely_irregular(intervals_us: list[int]) -> bool:
+    g = fresh(1)
+    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = intervals_us
+    _sorted_intervals(g, 0)
+    return bool(_surely_irregular(g, 0))
 
 
 # --------------------------------------------------------------------------------- menu: select
