@@ -271,6 +271,18 @@ def _take_irq(cs: np.ndarray, c: int, arr: Arrivals) -> None:
 
 
 @compiled(inline=True)
+def _tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
+    """The first tick after t (ticks fall on multiples of tick_ns): from CPU c's next tick, which is
+    usually at most one period off, without a division."""
+    g = cs[c, C_TICK_NEXT]
+    if g <= t < g + tick_ns:
+        return g + tick_ns
+    if g - tick_ns <= t < g:
+        return g
+    return _next_grid(t, tick_ns)
+
+
+@compiled(inline=True)
 def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
     best = INF
     k_best = -1
@@ -738,7 +750,7 @@ def run_until(
             elif kind == EV_IRQ:
                 _take_irq(cs, c, arr)
             elif kind == EV_TICK:
-                cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
+                cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
             last_res = _account_idle(st, c, s, start, ret, t_end, tab)
             reflect(ip[I_GOV], g, c, s, last_res, kind == EV_TICK, kind == EV_POLL_TIMEOUT)
             if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
@@ -763,7 +775,7 @@ def run_until(
                 wakes_task = True
             if wakes_task:
                 cs[c, C_TICK_STOPPED] = 0  # tick_nohz_idle_exit() restarts the tick
-                cs[c, C_TICK_NEXT] = _next_grid(t_after, tick_ns)
+                cs[c, C_TICK_NEXT] = _tick_after(cs, c, t_after, tick_ns)
             cs[c, C_FREE_AT] = t_after
             cs[c, C_BUSY_UNTIL] = t_after + task_ns
             _schedule(cs, queue, c, ip, arr)
@@ -783,7 +795,7 @@ def run_until(
             tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
         elif kind == EV_TICK:
             cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
-            cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
+            cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
         elif kind == EV_IRQ:
             _sample(stats, L_IRQ, take + e_ns - t)
             work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
@@ -867,9 +879,10 @@ def _enter_idle(
     timer, _ = _next_timer(arr.tm_next, c)
     sleep_length = min(max(timer - t_start, 0), ip[I_MAX_SLEEP])
     tick_stopped = cs[c, C_TICK_STOPPED] == 1
-    delta_tick = sleep_length if tick_stopped else _next_grid(t_start, tick_ns) - t_start
+    delta_tick = sleep_length
+    if not tick_stopped or ip[I_NOHZ] == 0:
+        delta_tick = _tick_after(cs, c, t_start, tick_ns) - t_start
     if ip[I_NOHZ] == 0:
-        delta_tick = _next_grid(t_start, tick_ns) - t_start
         sleep_length = min(sleep_length, delta_tick)
     oracle = INF
     if ip[I_GOV] == 3:
@@ -894,7 +907,7 @@ def _enter_idle(
     else:
         cs[c, C_TICK_STOPPED] = 0
         if cs[c, C_TICK_NEXT] <= t:
-            cs[c, C_TICK_NEXT] = _next_grid(t, tick_ns)
+            cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
     cs[c, C_MODE] = 1
     cs[c, C_STATE] = idx
     cs[c, C_IDLE_START] = t_start

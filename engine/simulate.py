@@ -232,7 +232,7 @@ class _Prepared:
         self.seen = np.full((n, n), -1, dtype=np.int64)
         self.rng = seeds[:, SRC_KERNEL].copy()
         self.st = np.zeros((6, n, S), dtype=np.int64)
-        self.ssum = np.zeros((6, S), dtype=np.float64)
+        self.ssum = np.zeros((6, S), dtype=np.int64)
         timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
         ticks = n * (t_end // tick_ns + 2)
         arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + ticks
