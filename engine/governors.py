@@ -247,17 +247,11 @@ def menu_typical_interval(g: np.ndarray, c: int) -> int:
 
 @compiled(inline=True)
 def _menu_bucket(duration_ns: int) -> int:
-    if duration_ns < 10_000:
-        return 0
-    if duration_ns < 100_000:
-        return 1
-    if duration_ns < 1_000_000:
-        return 2
-    if duration_ns < 10_000_000:
-        return 3
-    if duration_ns < 100_000_000:
-        return 4
-    return 5
+    """which_bucket(): decades from 10 us (0) to 100 ms and up (5), counted without branches."""
+    return (
+        int(duration_ns >= 10_000) + int(duration_ns >= 100_000) + int(duration_ns >= 1_000_000)
+        + int(duration_ns >= 10_000_000) + int(duration_ns >= 100_000_000)
+    )
 
 
 @compiled(inline=True)
