@@ -49,7 +49,6 @@ CPUIDLE_POLL_MIN_NS = 10_000
 MAX_SLEEP_NS = 4_000_000_000
 HIST_EDGES_NS = np.logspace(1, 8, 71)  # 10 ns .. 100 ms, 10 bins per decade
 CHUNKS = 50
-TIMELINE_ROWS = 100_000
 
 
 def engine_version() -> str:
@@ -243,7 +242,7 @@ class _Prepared:
         self.lat_cnt = np.zeros(len(caps), dtype=np.int64)
         self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
-        self.tl = np.zeros((TIMELINE_ROWS, 4), dtype=np.int64)
+        self.tl = np.empty((self._timeline_rows(), 4), dtype=np.int64)
         self.cpus = K.Cpus(cs, self.queue, self.g, self.q_t, self.q_kind, self.q_src, self.seen, self.rng)
         exit_quantiles = np.empty((S, QUANTILE_STEPS + 1))
         lognormal_table(self.median_ns, self.sigma, exit_quantiles)
@@ -259,6 +258,26 @@ class _Prepared:
             self.st, self.ssum, self.lat_buf, self.lat_off, self.lat_cnt, self.ctr, self.fsum, self.tl
         )
         K.schedule_all(cs, self.queue, ip, self.arr)
+
+    def _timeline_rows(self) -> int:
+        """Room for every idle period the timeline can record.
+
+        Each one started before the window's end and ends with a wake-up by something that
+        arrives before that end (a device interrupt, tick, timer expiry, or a call or wake-up
+        requested of the CPU) or with a POLL time-out; one more per CPU may still be open. A
+        tight bound keeps the buffer small: a large one, freed after every run, made the
+        allocator return memory to the system and fault it in again on the next run.
+        """
+        cpus, end = int(self.ip[K.I_TL_CPUS]), int(min(self.ip[K.I_TL_END], self.t_end))
+        rows = cpus * (
+            2 + end // int(self.ip[K.I_TICK_NS]) + end // int(self.ip[K.I_POLL_LIMIT])
+            + sum(end // int(p) + 1 for p in self.tm_period)
+        )
+        for c in range(cpus):
+            rows += int(np.searchsorted(self.irq_t[self.irq_off[c] : self.irq_off[c + 1]], end))
+        for times, dst in ((self.snd_t, self.snd_dst), (self.ssnd_t, self.ssnd_dst)):
+            rows += int(np.count_nonzero((dst < cpus) & (times < end)))
+        return rows
 
     def step(self, t_stop: int) -> None:
         K.run_until(t_stop, self.cpus, self.tab, self.arr, self.stats, self.fp, self.ip)
