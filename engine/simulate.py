@@ -48,6 +48,7 @@ CPUIDLE_POLL_MIN_NS = 10_000
 # some timer within a few seconds).
 MAX_SLEEP_NS = 4_000_000_000
 HIST_EDGES_NS = np.logspace(1, 8, 71)  # 10 ns .. 100 ms, 10 bins per decade
+HIST_EDGES = HIST_EDGES_NS.tolist()
 CHUNKS = 50
 
 
@@ -295,6 +296,7 @@ class _Prepared:
         per_cpu = resident / t_end
         busy_per_cpu = 1.0 - per_cpu.sum(axis=1)
         total = float(n * t_end)
+        counts = self.st.sum(axis=1).tolist()  # (ST_*, state), every CPU's counters added up
         state_stats = []
         for i, s in enumerate(states):
             state_stats.append(
@@ -305,12 +307,12 @@ class _Prepared:
                     target_residency_us=s.target_residency_us,
                     irq_enable=bool(self.irq_on[i]),
                     disabled=not bool(self.enabled[i]),
-                    usage=int(self.st[K.ST_USAGE, :, i].sum()),
-                    time_ns=int(self.st[K.ST_TIME, :, i].sum()),
+                    usage=counts[K.ST_USAGE][i],
+                    time_ns=counts[K.ST_TIME][i],
                     residency=float(resident[:, i].sum() / total),
-                    above=int(self.st[K.ST_ABOVE, :, i].sum()),
-                    below=int(self.st[K.ST_BELOW, :, i].sum()),
-                    rejected=int(self.st[K.ST_REJECTED, :, i].sum()),
+                    above=counts[K.ST_ABOVE][i],
+                    below=counts[K.ST_BELOW][i],
+                    rejected=counts[K.ST_REJECTED][i],
                     wake_latency_mean_ns=_mean(self.ssum[K.S_WAKE_SUM, i], self.ssum[K.S_WAKE_N, i]),
                     intr_latency_mean_ns=_mean(self.ssum[K.S_INTR_SUM, i], self.ssum[K.S_INTR_N, i]),
                     exit_latency_mean_ns=_mean(self.ssum[K.S_EXIT_SUM, i], self.ssum[K.S_EXIT_N, i]),
@@ -428,13 +430,13 @@ def _mean(total: float, count: float) -> float | None:
 
 
 def _latency_stats(samples: np.ndarray) -> LatencyStats:
-    if len(samples) and samples.max() < 2**31 and samples.min() >= 0:
-        samples = samples.astype(np.int32)  # sorts twice as fast, same values
-    ordered = np.sort(samples)
+    fits = len(samples) and samples.max() < 2**31 and samples.min() >= 0
+    ordered = samples.astype(np.int32 if fits else np.int64)  # int32 sorts twice as fast
+    ordered.sort()
     # Bins [e_i, e_i+1); samples below the first edge count in the first bin, above the last in the last.
-    below = np.searchsorted(ordered, HIST_EDGES_NS[1:-1], side="left")
-    counts = np.diff(below, prepend=0, append=len(ordered))
-    hist = Histogram(edges_ns=[float(e) for e in HIST_EDGES_NS], counts=[int(x) for x in counts])
+    ends = [*np.searchsorted(ordered, HIST_EDGES_NS[1:-1], side="left").tolist(), len(ordered)]
+    counts = [b - a for a, b in zip([0, *ends], ends)]
+    hist = Histogram(edges_ns=HIST_EDGES, counts=counts)
     if len(ordered) == 0:
         return LatencyStats(
             count=0, mean_ns=0.0, p50_ns=0.0, p90_ns=0.0, p99_ns=0.0, p999_ns=0.0, max_ns=0.0, histogram=hist
@@ -442,7 +444,7 @@ def _latency_stats(samples: np.ndarray) -> LatencyStats:
     p50, p90, p99, p999 = (_percentile(ordered, q) for q in (50, 90, 99, 99.9))
     return LatencyStats(
         count=int(len(ordered)),
-        mean_ns=float(ordered.mean()),
+        mean_ns=int(ordered.sum(dtype=np.int64)) / len(ordered),  # exact; mean() agrees below 2**53
         p50_ns=p50,
         p90_ns=p90,
         p99_ns=p99,
