@@ -370,7 +370,7 @@ class _Prepared:
             states=state_stats,
             busy_share=float(busy_per_cpu.sum() / n),
             per_cpu_state_names=[s.name for s in states] + ["busy"],
-            per_cpu_residency=[[*map(float, per_cpu[c]), float(busy_per_cpu[c])] for c in range(n)],
+            per_cpu_residency=np.column_stack((per_cpu, busy_per_cpu)).tolist(),
             latency=latency,
             ipi=ipi,
             timeline=self._timeline(),
