@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import pairwise
 
 import numba
 import numpy as np
@@ -435,7 +436,7 @@ def _latency_stats(samples: np.ndarray) -> LatencyStats:
     ordered.sort()
     # Bins [e_i, e_i+1); samples below the first edge count in the first bin, above the last in the last.
     ends = [*np.searchsorted(ordered, HIST_EDGES_NS[1:-1], side="left").tolist(), len(ordered)]
-    counts = [b - a for a, b in zip([0, *ends], ends)]
+    counts = [b - a for a, b in pairwise([0, *ends])]
     hist = Histogram(edges_ns=HIST_EDGES, counts=counts)
     if len(ordered) == 0:
         return LatencyStats(
