@@ -112,7 +112,9 @@ def test_requeue_interrupted_touches_only_running_runs(tmp_path: Path) -> None:
 def test_progress_is_recorded_while_running(server_factory: Any) -> None:
     server = server_factory().start()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
-        run = submit(client, {"duration_ms": 30000}, title="progress")
+        # ~1 s of work for the engine: long enough to be seen running, many times over.
+        config = {"duration_ms": 60000, "topology": {"sockets": 2, "cores_per_socket": 48}}
+        run = submit(client, config, title="progress")
         seen: set[float] = set()
         deadline = time.monotonic() + POLL_TIMEOUT_S
         while True:
