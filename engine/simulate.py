@@ -1,8 +1,8 @@
 """simulate(): config in, result out.
 
-This module prepares the arrays the compiled kernel works on (arrival streams drawn with numpy,
-one random stream per CPU and per source), steps the kernel through time chunks so that the
-caller sees progress, and turns the kernel's counters into a `SimResult`.
+This module prepares the arrays the compiled kernel works on (arrival streams drawn up front,
+one random stream per CPU and per source), steps the kernel through time chunks when the caller
+wants progress, and turns the kernel's counters into a `SimResult`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Random streams: one per CPU and per source, and the arrival streams drawn from them.
 
 Every (CPU, source) pair has its own xorshift64 generator. CPU c's seeds are the first
-N_SOURCES words of child c of `numpy.random.SeedSequence(seed).spawn(...)`: a child depends
-only on the seed and its index, so a CPU's streams do not depend on how many CPUs there are.
-Arrivals are drawn in compiled code: a 56-CPU second has ~10^5 of them, and per-CPU numpy
-generators cost more to build than to run.
+N_SOURCES words of child c of `numpy.random.SeedSequence(seed).spawn(...)` (computed here in
+compiled code, word for word): a child depends only on the seed and its index, so a CPU's
+streams do not depend on how many CPUs there are. Arrivals are drawn in compiled code too: a
+56-CPU second has ~10^5 of them, and per-CPU numpy generators cost more to build than to run.
 """
 
 from __future__ import annotations
