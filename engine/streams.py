@@ -231,13 +231,14 @@ def _fill(
     t_end: int,
     times: np.ndarray,
     dst: np.ndarray,
-    count: np.ndarray,
+    off: np.ndarray,
     cores: int,
     same_share: float,
     targets: np.ndarray,
     socket_off: np.ndarray,
 ) -> bool:
-    """Poisson arrivals of every CPU in turn, back to back into `times`; False when it is full.
+    """Poisson arrivals of every CPU in turn, back to back into `times` (CPU c's from off[c]);
+    False when it is full.
 
     With `targets` (sorted; socket k's are targets[socket_off[k]:socket_off[k + 1]]) each arrival is
     a request and also gets a target: the sender's socket with probability same_share, never the
@@ -247,7 +248,7 @@ def _fill(
     with_targets = targets.shape[0] > 0
     k = 0
     for c in range(state.shape[0]):
-        count[c] = 0
+        off[c] = k
         if rate_hz[c] <= 0.0:
             continue
         lo = hi = me = 0
@@ -270,7 +271,6 @@ def _fill(
             if k >= times.shape[0]:
                 return False
             times[k] = int(t)
-            count[c] += 1
             if with_targets:
                 pick_same = uniform(state, c) < same_share
                 u = uniform(state, c)
@@ -289,14 +289,8 @@ def _fill(
                 dst[k] = targets[j]
             k += 1
             t += exponential(state, c, mean_gap)
+    off[state.shape[0]] = k
     return True
-
-
-def offsets(sizes: np.ndarray) -> np.ndarray:
-    """Start of each of `sizes` consecutive blocks, and the end of the last."""
-    off = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=off[1:])
-    return off
 
 
 def arrival_streams(
@@ -321,11 +315,10 @@ def arrival_streams(
     while True:
         times = np.empty(room, dtype=np.int64)
         dst = np.empty(room if len(tgt) else 0, dtype=np.int64)
-        count = np.zeros(n, dtype=np.int64)
-        if _fill(seeds.copy(), rate_hz, t_end, times, dst, count, cores, same_share, tgt, socket_off):
+        off = np.empty(n + 1, dtype=np.int64)
+        if _fill(seeds.copy(), rate_hz, t_end, times, dst, off, cores, same_share, tgt, socket_off):
             break
         room *= 2
-    off = offsets(count)
     return times[: off[-1]], dst[: off[-1]] if len(tgt) else dst, off
 
 
