@@ -258,11 +258,6 @@ def _queue_set(queue: np.ndarray, c: int, t: int) -> None:
 
 
 @compiled(inline=True)
-def _next_grid(t: int, period: int) -> int:
-    return (t // period + 1) * period
-
-
-@compiled(inline=True)
 def _take_irq(cs: np.ndarray, c: int, arr: Arrivals) -> None:
     """CPU c's next device interrupt has been taken: the one after it is next."""
     p = cs[c, C_IRQ_PTR] + 1
@@ -279,7 +274,7 @@ def _tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
         return g + tick_ns
     if g - tick_ns <= t < g:
         return g
-    return _next_grid(t, tick_ns)
+    return (t // tick_ns + 1) * tick_ns
 
 
 @compiled(inline=True)

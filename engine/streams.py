@@ -188,12 +188,6 @@ def normal_quantile(p: float) -> float:
     )
 
 
-@compiled(inline=True)
-def standard_normal(state: np.ndarray, i: int) -> float:
-    """A standard normal draw: the quantile of a uniform in (0, 1) (inverse transform)."""
-    return normal_quantile(uniform(state, i) + 0.5 / 9007199254740992.0)
-
-
 # A log-normal draw reads its quantile function from a table of QUANTILE_STEPS steps and
 # interpolates linearly between them, except in the QUANTILE_TAIL outer steps at each end, where
 # it is computed. The median (step QUANTILE_STEPS / 2) is exact, and so is everything beyond
