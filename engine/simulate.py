@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from itertools import pairwise
 
 import numba
 import numpy as np
@@ -21,9 +20,7 @@ from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
     Energy,
-    Histogram,
     IpiStats,
-    LatencyStats,
     LocalityCost,
     SimResult,
     StateStats,
@@ -41,6 +38,7 @@ from engine.streams import (
     lognormal_table,
     stream_seeds,
 )
+from engine.summary import latency_stats
 
 ENGINE_VERSION = "0.4.0"
 
@@ -48,8 +46,6 @@ CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
 # some timer within a few seconds).
 MAX_SLEEP_NS = 4_000_000_000
-HIST_EDGES_NS = np.logspace(1, 8, 71)  # 10 ns .. 100 ms, 10 bins per decade
-HIST_EDGES = HIST_EDGES_NS.tolist()
 CHUNKS = 50
 
 
@@ -320,7 +316,7 @@ class _Prepared:
                 )
             )
         latency = {
-            name: _latency_stats(self.lat_buf[self.lat_off[j] : self.lat_off[j] + self.lat_cnt[j]])
+            name: latency_stats(self.lat_buf[self.lat_off[j] : self.lat_off[j] + self.lat_cnt[j]])
             for j, name in enumerate(LATENCY_SOURCES)
         }
         ctr, fsum = self.ctr, self.fsum
@@ -428,40 +424,6 @@ def _poll_limit_ns(res_ns: np.ndarray, enabled: np.ndarray, tick_ns: int) -> int
 
 def _mean(total: float, count: float) -> float | None:
     return float(total / count) if count else None
-
-
-def _latency_stats(samples: np.ndarray) -> LatencyStats:
-    fits = len(samples) and samples.max() < 2**31 and samples.min() >= 0
-    ordered = samples.astype(np.int32 if fits else np.int64)  # int32 sorts twice as fast
-    ordered.sort()
-    # Bins [e_i, e_i+1); samples below the first edge count in the first bin, above the last in the last.
-    ends = [*np.searchsorted(ordered, HIST_EDGES_NS[1:-1], side="left").tolist(), len(ordered)]
-    counts = [b - a for a, b in pairwise([0, *ends])]
-    hist = Histogram(edges_ns=HIST_EDGES, counts=counts)
-    if len(ordered) == 0:
-        return LatencyStats(
-            count=0, mean_ns=0.0, p50_ns=0.0, p90_ns=0.0, p99_ns=0.0, p999_ns=0.0, max_ns=0.0, histogram=hist
-        )
-    p50, p90, p99, p999 = (_percentile(ordered, q) for q in (50, 90, 99, 99.9))
-    return LatencyStats(
-        count=int(len(ordered)),
-        mean_ns=int(ordered.sum(dtype=np.int64)) / len(ordered),  # exact; mean() agrees below 2**53
-        p50_ns=p50,
-        p90_ns=p90,
-        p99_ns=p99,
-        p999_ns=p999,
-        max_ns=float(ordered[-1]),
-        histogram=hist,
-    )
-
-
-def _percentile(ordered: np.ndarray, q: float) -> float:
-    """numpy.percentile's default (linear) on sorted samples, without sorting them again."""
-    pos = q / 100.0 * (len(ordered) - 1)
-    lo = int(pos)
-    a = float(ordered[lo])
-    b = float(ordered[min(lo + 1, len(ordered) - 1)])
-    return a + (b - a) * (pos - lo)
 
 
 def _locality(ctr: np.ndarray, fsum: np.ndarray, loc: int) -> LocalityCost:
