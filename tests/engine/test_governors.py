@@ -27,6 +27,7 @@ from engine.governors import (
     G_M_INTERVALS,
     G_M_NEXT_TIMER,
     G_M_PTR,
+    G_M_SORTED,
     G_NEEDS_UPDATE,
     G_T_PENDING,
     G_T_SHORT_IDLES,
@@ -43,7 +44,7 @@ from engine.governors import (
     INTERVALS,
     PULSE,
     UINT_MAX,
-    _sorted_intervals,
+    _menu_update_intervals,
     _surely_irregular,
     init_governor_state,
     ladder_select,
@@ -77,10 +78,16 @@ def intercepts(i: int) -> int:
     return G_FIXED_COLS + N_STATES + i
 
 
+def load_intervals(g: np.ndarray, c: int, intervals_us: list[int]) -> None:
+    """Set CPU c's window of intervals (the ring and its sorted copy) directly."""
+    g[c, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = intervals_us
+    g[c, G_M_SORTED : G_M_SORTED + INTERVALS] = sorted(intervals_us)
+
+
 def steady_menu(interval_us: int, c: int = 0) -> np.ndarray:
     """menu data after 8 idle periods of `interval_us` each, the last one a normal (non-rejected) entry."""
     g = fresh()
-    g[c, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = interval_us
+    load_intervals(g, c, [interval_us] * INTERVALS)
     g[c, G_LAST_RES] = interval_us * US  # non-zero: the last entry was not rejected
     return g
 
@@ -175,8 +182,10 @@ def select(
 
 
 def typical(intervals_us: list[int]) -> int:
+    """get_typical_interval() after the window was pushed in, one interval at a time."""
     g = fresh(1)
-    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = intervals_us
+    for interval in intervals_us:
+        _menu_update_intervals(g, 0, interval)
     return int(menu_typical_interval(g, 0))
 
 
@@ -264,11 +273,12 @@ def kernel_typical_interval(intervals: list[int]) -> int:
 
 
 def test_typical_interval_is_the_kernels_on_any_window() -> None:
-    # The compiled version sorts the window once, rules out irregular windows by bounds, and
-    # keeps a contiguous run of it per pass; the kernel rescans the ring. Windows with ties,
-    # zeros, UINT_MAX, steady runs with outliers, and spreads around the acceptance bounds.
+    # The compiled version keeps the window sorted as intervals arrive, rules out irregular
+    # windows by bounds, and keeps a contiguous run of it per pass; the kernel rescans the ring.
+    # Windows with ties, zeros, UINT_MAX, steady runs with outliers, and spreads around the
+    # acceptance bounds.
     rng = np.random.default_rng(7)
-    # Every 0/1 window (by the 0-1 principle, the sorting network sorts any input if it sorts these).
+    # Every 0/1 window: ties in every arrangement.
     windows = [[(m >> i) & 1 for i in range(8)] for m in range(256)]
     windows += [[0] * 8, [UINT_MAX] * 8, [0] * 7 + [UINT_MAX], [5] * 8]
     for _ in range(20_000):
@@ -295,10 +305,22 @@ def test_typical_interval_is_the_kernels_on_any_window() -> None:
     assert 2_000 < shortcut < sum(x == UINT_MAX for x in want)  # taken often, not always
 
 
+def test_sorted_window_follows_the_ring() -> None:
+    # Each push takes one copy of the value it evicts out of the sorted copy and puts the new
+    # one in: after every push the copy is the ring sorted. Few distinct values, so pushes
+    # evict duplicates, values equal to neighbours, the minimum and the maximum.
+    rng = np.random.default_rng(5)
+    g = fresh(2)
+    for _ in range(5_000):
+        _menu_update_intervals(g, 1, int(rng.choice([0, 1, 1, 7, 7, 7, 300, 5000, UINT_MAX])))
+        ring = g[1, G_M_INTERVALS : G_M_INTERVALS + INTERVALS]
+        assert g[1, G_M_SORTED : G_M_SORTED + INTERVALS].tolist() == sorted(ring.tolist())
+    assert (g[0] == fresh(1)[0]).all()  # the other CPU's row is untouched
+
+
 def surely_irregular(intervals_us: list[int]) -> bool:
     g = fresh(1)
-    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = intervals_us
-    _sorted_intervals(g, 0)
+    load_intervals(g, 0, intervals_us)
     return bool(_surely_irregular(g, 0))
 
 
@@ -331,7 +353,7 @@ def test_menu_no_pattern_uses_timer_and_stops_tick(skx: Table) -> None:
     # No typical interval (UINT_MAX): predicted = timer_us = 50 ms (factor 1.0, bucket 4).
     # C6 fits; predicted >= TICK_NSEC and C6 is not POLL: stop the tick.
     g = steady_menu(1000)
-    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
+    load_intervals(g, 0, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])
     assert menu(g, skx, sleep_length=50 * MS) == (C6, True)
 
 
@@ -340,7 +362,7 @@ def test_menu_correction_factor_scales_the_timer(skx: Table) -> None:
     # Factor 1.0 -> predicted 1 ms -> C6. Factor 0.5 (4096) -> timer_us = round(1000 * 0.5) =
     # 500 us < C6's 600 us -> C1E.
     g = steady_menu(1000)
-    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
+    load_intervals(g, 0, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])
     g2 = g.copy()
     assert menu(g, skx, sleep_length=1 * MS)[0] == C6
     g2[0, G_M_CF + 3] = 4096
@@ -381,7 +403,7 @@ def test_menu_pm_qos_limit(skx: Table) -> None:
     # Long prediction (no pattern, 50 ms timer) would give C6, but its 133 us exit latency is
     # over the 50 us limit: the walk stops at C6 and keeps C1E. predicted >= TICK_NSEC: stop the tick.
     g = steady_menu(1000)
-    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
+    load_intervals(g, 0, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])
     assert menu(g, skx, sleep_length=50 * MS, latency_req=50 * US) == (C1E, True)
 
 
@@ -390,7 +412,7 @@ def test_menu_skips_disabled_states(skx: Table) -> None:
     assert menu(steady_menu(300), skx, enabled=skx.without("C1E")) == (C1, False)
     # 50 ms without pattern gives C6; with C6 disabled the deepest enabled state that fits is C1E.
     g = steady_menu(1000)
-    g[0, G_M_INTERVALS : G_M_INTERVALS + INTERVALS] = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
+    load_intervals(g, 0, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])
     assert menu(g, skx, enabled=skx.without("C6"), sleep_length=50 * MS) == (C1E, True)
 
 
