@@ -266,21 +266,15 @@ def _fill(
                 return False
             times[k] = int(t)
             if with_targets:
-                pick_same = uniform(state, c) < same_share
+                # Both picks are computed and one is kept: a branch on a coin flip is
+                # mispredicted half the time.
+                pick_same = (uniform(state, c) < same_share or n_other == 0) and n_same > 0
                 u = uniform(state, c)
-                if n_other == 0:
-                    pick_same = True
-                elif n_same == 0:
-                    pick_same = False
-                if pick_same:
-                    j = lo + min(int(u * n_same), n_same - 1)
-                    if j >= me:
-                        j += 1
-                else:
-                    j = min(int(u * n_other), n_other - 1)
-                    if j >= lo:
-                        j += hi - lo
-                dst[k] = targets[j]
+                j_same = lo + min(int(u * n_same), n_same - 1)
+                j_same += j_same >= me
+                j_other = min(int(u * n_other), n_other - 1)
+                j_other += (hi - lo) * (j_other >= lo)
+                dst[k] = targets[j_same if pick_same else j_other]
             k += 1
             t += exponential(state, c, mean_gap)
     off[state.shape[0]] = k
@@ -302,6 +296,8 @@ def arrival_streams(
     """
     n = len(rate_hz)
     rate_hz = np.asarray(rate_hz, dtype=np.float64)
+    if not (rate_hz > 0).any():  # a source that is off (the common case for some)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
     tgt = np.empty(0, dtype=np.int64) if targets is None else np.unique(targets).astype(np.int64)
     socket_off = np.searchsorted(tgt // cores, np.arange(n // cores + 2)).astype(np.int64)
     expected = rate_hz * t_end / 1e9
