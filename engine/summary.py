@@ -100,7 +100,7 @@ def _summarise(
     # Each wanted cell gets a run of scratch, in cell order: sorting scratch[:m] as a whole
     # sorts each run in place, since every sample of a cell is below those of the next.
     j, before, m = 0, 0, 0
-    for c in range(len(counts)):
+    for c in range(_cell(lo, split), _cell(hi, split) + 1):  # the cells that can hold samples
         hist[cell_bin[c]] += counts[c]
         while j < len(ranks) and ranks[j] < before + counts[c]:
             if slot[c] < 0:
