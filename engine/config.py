@@ -7,6 +7,7 @@ messages that name the field and the reason.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Annotated, Literal
@@ -260,10 +261,23 @@ class SimConfig(_Model):
     def config_hash(self) -> str:
         """SHA-256 of the canonical JSON of the config (resolved table included)."""
         data = self.model_dump(mode="json")
+        blob = _canonical(data)
         if data["platform_table"] is None:
-            data["platform_table"] = self.resolve_platform().model_dump(mode="json")
-        blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(blob).hexdigest()
+            # A built-in table's canonical JSON is computed once, and put in place of the null
+            # (the key occurs once, and inside a JSON string its quotes would be escaped).
+            table = _builtin_json(self.platform)
+            blob = blob.replace('"platform_table":null', f'"platform_table":{table}', 1)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _canonical(data: object) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+@functools.cache
+def _builtin_json(name: str) -> str:
+    """The canonical JSON of a built-in table (most of a config's hashed bytes)."""
+    return _canonical(BUILTIN_PLATFORMS[name].model_dump(mode="json"))
 
 
 def _check_state_names(field: str, given: list[str], names: list[str]) -> None:

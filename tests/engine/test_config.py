@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import subprocess
@@ -287,6 +288,18 @@ def test_config_hash_is_stable() -> None:
     d1 = {"seed": 3, "platform": "wsm", "governor": {"name": "ladder"}}
     d2 = {"governor": {"name": "ladder"}, "platform": "wsm", "seed": 3}
     assert SimConfig.model_validate(d1).config_hash() == SimConfig.model_validate(d2).config_hash()
+
+
+@pytest.mark.parametrize("name", ["skx", "icx", "wsm"])
+def test_config_hash_covers_the_resolved_table(name: str) -> None:
+    # The hash is of the canonical JSON with the table's numbers in it, whether the config names a
+    # built-in table or carries the same table in full.
+    named = SimConfig(platform=name)
+    data = named.model_dump(mode="json")
+    data["platform_table"] = load_platform(name).model_dump(mode="json")
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    assert named.config_hash() == hashlib.sha256(blob).hexdigest()
+    assert SimConfig.model_validate(data).config_hash() == named.config_hash()
 
 
 def test_config_hash_is_stable_across_processes() -> None:
