@@ -291,9 +291,9 @@ def test_config_hash_is_stable() -> None:
 
 
 @pytest.mark.parametrize("name", ["skx", "icx", "wsm"])
-def test_config_hash_covers_the_resolved_table(name: str) -> None:
-    # The hash is of the canonical JSON with the table's numbers in it, whether the config names a
-    # built-in table or carries the same table in full.
+def test_config_hash_is_of_the_canonical_json(name: str) -> None:
+    # SHA-256 of the config's JSON with sorted keys and the resolved table in it, whichever way
+    # the hash is computed.
     named = SimConfig(platform=name)
     data = named.model_dump(mode="json")
     data["platform_table"] = load_platform(name).model_dump(mode="json")
