@@ -287,9 +287,8 @@ class _Prepared:
         states = table.states
         resident = self.st[K.ST_RESIDENT].astype(np.float64)
         # CPUs still idle at the end: their open idle period counts towards residency.
-        for c in range(n):
-            if self.cs[c, K.C_MODE] == 1:
-                resident[c, self.cs[c, K.C_STATE]] += max(t_end - self.cs[c, K.C_IDLE_START], 0)
+        idle = np.flatnonzero(self.cs[:, K.C_MODE] == 1)
+        resident[idle, self.cs[idle, K.C_STATE]] += np.maximum(t_end - self.cs[idle, K.C_IDLE_START], 0)
         per_cpu = resident / t_end
         busy_per_cpu = 1.0 - per_cpu.sum(axis=1)
         total = float(n * t_end)
