@@ -224,7 +224,7 @@ def _exit_draw(rng: np.ndarray, c: int, tab: Table, s: int) -> int:
 
 
 # ------------------------------------------------------------------------------- the event queue
-# A tournament tree over the CPUs' next events: leaf P + c (P, a power of two >= the CPU count)
+# A tournament tree over the CPUs' next events: leaf P + c (P, a power of four >= the CPU count)
 # holds CPU c's key, (time << CPU_BITS) | c with the time capped at T_CAP (past any run), and
 # every inner node the smaller of its two children. The root is the next event, ties going to
 # the lower CPU; changing a CPU's event replays the log2(P) matches on its leaf's path, with no
@@ -237,7 +237,8 @@ NO_CPU = (1 << 63) - 1  # the key of a leaf with no CPU behind it
 
 def new_queue(n_cpus: int) -> np.ndarray:
     """An event queue for n_cpus CPUs, none of them scheduled yet."""
-    leaves = 1 << max(n_cpus - 1, 0).bit_length()
+    bits = max(n_cpus - 1, 0).bit_length()
+    leaves = 1 << (bits + (bits & 1))  # a power of 4, so _queue_set climbs two levels per turn
     return np.full(2 * leaves, NO_CPU, dtype=np.int64)
 
 
@@ -247,9 +248,10 @@ def _queue_set(queue: np.ndarray, c: int, t: int) -> None:
     key = (min(t, T_CAP) << CPU_BITS) | c
     queue[i] = key
     while i > 1:
-        other = queue[i ^ 1]
-        if other < key:
-            key = other
+        key = min(key, queue[i ^ 1])
+        i >>= 1
+        queue[i] = key
+        key = min(key, queue[i ^ 1])
         i >>= 1
         queue[i] = key
 

@@ -304,6 +304,22 @@ def test_per_cpu_results_do_not_depend_on_cpu_count() -> None:
     assert [t.model_dump() for t in two.timeline] == [t.model_dump() for t in six.timeline[:2]]
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 16, 17, 56, 64, 65, 512])
+def test_event_queue_root_is_the_earliest_event(n: int) -> None:
+    # The tournament tree climbs two levels per turn (its leaf count is a power of 4): after
+    # any sequence of updates, the root is the smallest (time, CPU) pair, ties to the lower CPU.
+    rng = np.random.default_rng(n)
+    queue = K.new_queue(n)
+    times = np.full(n, -1)
+    for _ in range(300):
+        c = int(rng.integers(n))
+        times[c] = int(rng.integers(0, 50))  # few distinct times: many ties
+        K._queue_set(queue, c, times[c])
+        scheduled = np.flatnonzero(times >= 0)
+        first = scheduled[np.argmin(times[scheduled])]  # argmin takes the lowest CPU on ties
+        assert queue[1] == (times[first] << K.CPU_BITS) | first
+
+
 # ------------------------------------------------------------------------------------ properties
 
 
