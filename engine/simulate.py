@@ -89,6 +89,10 @@ class _Prepared:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         table = self.table = config.resolve_platform()
+        # What the result says about the config itself, worked out with it: after the event
+        # loop has filled the caches with its own data, the same Python ran 2-3x slower.
+        self.config_hash = config.config_hash()
+        self.estimates = _estimates(config, table)
         states = table.states
         n = self.n = config.n_cpus(table)
         cores = config.cores_per_socket()
@@ -353,7 +357,7 @@ class _Prepared:
         )
         return SimResult(
             engine_version=engine_version(),
-            config_hash=config.config_hash(),
+            config_hash=self.config_hash,
             platform=table.name,
             governor=config.governor.name,
             governor_kernel=GOVERNOR_KERNEL[config.governor.name],
@@ -371,7 +375,7 @@ class _Prepared:
             ipi=ipi,
             timeline=self._timeline(),
             energy=energy,
-            estimates=_estimates(config, table),
+            estimates=self.estimates,
         )
 
     def _timeline(self) -> list[Timeline]:
