@@ -31,10 +31,19 @@ class _Model(BaseModel):
 
 
 class Topology(_Model):
-    """Sockets and cores; `cores_per_socket` defaults to the platform's typical part."""
+    """Sockets, cores and SMT threads; unset counts are the platform's typical part.
+
+    Logical CPUs are numbered socket by socket, and within a socket thread by thread: with C
+    cores and T threads per core, CPU s*C*T + t*C + k is thread t of core k of socket s (so the
+    two threads of core k are CPUs k and k + C on socket 0, as many BIOSes enumerate them).
+    """
 
     sockets: Annotated[int, Field(ge=1, le=8)] = 2
     cores_per_socket: Annotated[int | None, Field(ge=1, le=256)] = None
+    threads_per_core: Annotated[int | None, Field(ge=1, le=2)] = Field(
+        default=None,
+        description="SMT threads per core (1 or 2); the platform's (2 on skx, icx, wsm) if unset.",
+    )
 
 
 class GovernorConfig(_Model):
@@ -117,6 +126,11 @@ class WakeupsConfig(_Model):
     interrupts: InterruptSource = Field(default_factory=InterruptSource)
     ipis: IpiSource = Field(default_factory=IpiSource)
     sched_wakeups: SchedWakeupSource = Field(default_factory=SchedWakeupSource)
+    busy_cpus: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        description="CPUs running a CPU-bound task the whole run: never idle; interrupts and calls "
+        "still reach them.",
+    )
 
 
 class IpiWakeupConfig(_Model):
@@ -149,10 +163,28 @@ class CostsConfig(_Model):
 
 
 class PowerConfig(_Model):
-    """Overrides of the per-state power estimates, in watts per core."""
+    """Overrides of the power estimates: per core by core C-state, and per package (uncore) by
+    package C-state."""
 
-    state_watts: dict[str, Annotated[float, Field(ge=0, le=1000)]] = Field(default_factory=dict)
-    busy_watts: Annotated[float | None, Field(ge=0, le=1000)] = None
+    state_watts: dict[str, Annotated[float, Field(ge=0, le=1000)]] = Field(
+        default_factory=dict, description="Watts of a core in the core C-state of the named table state."
+    )
+    busy_watts: Annotated[float | None, Field(ge=0, le=1000)] = Field(
+        default=None, description="Watts of a core in C0."
+    )
+    uncore_watts: dict[str, Annotated[float, Field(ge=0, le=1000)]] = Field(
+        default_factory=dict, description="Watts of a package's uncore per package state (PC0, PC2, PC6...)."
+    )
+
+
+class PackageConfig(_Model):
+    """The package C-state limit (MSR_PKG_CST_CONFIG_CONTROL bits 2:0, set by the BIOS)."""
+
+    limit: Literal["PC0", "PC2", "PC3", "PC6"] = Field(
+        default="PC6",
+        description="Deepest package C-state allowed: PC0 (none), PC2 (PC3 on Westmere), PC6. On skx a "
+        "limit below PC6 makes intel_idle rewrite C6 to 92/276 us.",
+    )
 
 
 class OutputConfig(_Model):
@@ -180,6 +212,7 @@ class SimConfig(_Model):
     ipi_wakeup: IpiWakeupConfig = Field(default_factory=IpiWakeupConfig)
     costs: CostsConfig = Field(default_factory=CostsConfig)
     power: PowerConfig = Field(default_factory=PowerConfig)
+    package: PackageConfig = Field(default_factory=PackageConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
 
     @model_validator(mode="after")
@@ -192,6 +225,18 @@ class SimConfig(_Model):
         _check_state_names("states.disabled", self.states.disabled, names)
         _check_state_names("states.irq_enable", list(self.states.irq_enable), names)
         _check_state_names("power.state_watts", list(self.power.state_watts), names)
+        package_states = table.package.names() if table.package else ["PC0"]
+        if self.package.limit not in package_states:
+            raise ValueError(
+                f"package.limit: {table.name} has no {self.package.limit}; its package states are "
+                f"{', '.join(package_states)}"
+            )
+        for name in self.power.uncore_watts:
+            if name not in package_states:
+                raise ValueError(
+                    f"power.uncore_watts: unknown package state {name!r}; {table.name} has "
+                    f"{', '.join(package_states)}"
+                )
         enabled = [n for n in names if n not in self.states.disabled]
         if not enabled:
             raise ValueError("states.disabled: every state is disabled; at least one must stay enabled")
@@ -210,6 +255,11 @@ class SimConfig(_Model):
             _check_state_names("governor.fixed_state", [self.governor.fixed_state], enabled)
         for i, timer in enumerate(self.wakeups.timers):
             _check_cpus(f"wakeups.timers.{i}.cpus", timer.cpus, n_cpus)
+        missing = [c for c in self.wakeups.busy_cpus if c >= n_cpus]
+        if missing:
+            raise ValueError(
+                f"wakeups.busy_cpus: CPU {missing[0]} does not exist (CPUs are 0..{n_cpus - 1})"
+            )
         for field, src in (
             ("wakeups.interrupts", self.wakeups.interrupts),
             ("wakeups.ipis", self.wakeups.ipis),
@@ -238,12 +288,15 @@ class SimConfig(_Model):
         return BUILTIN_PLATFORMS[self.platform]
 
     def n_cpus(self, table: Platform | None = None) -> int:
+        """Logical CPUs: sockets x cores x threads."""
         table = table or self.resolve_platform()
-        cores = self.topology.cores_per_socket or table.topology.cores_per_socket
-        return self.topology.sockets * cores
+        return self.topology.sockets * self.cores_per_socket(table) * self.threads_per_core(table)
 
-    def cores_per_socket(self) -> int:
-        return self.topology.cores_per_socket or self.resolve_platform().topology.cores_per_socket
+    def cores_per_socket(self, table: Platform | None = None) -> int:
+        return self.topology.cores_per_socket or (table or self.resolve_platform()).topology.cores_per_socket
+
+    def threads_per_core(self, table: Platform | None = None) -> int:
+        return self.topology.threads_per_core or (table or self.resolve_platform()).topology.threads_per_core
 
     def expected_events(self, table: Platform | None = None) -> float:
         """Rough count of arrivals, for the size limit (each arrival costs a few events)."""

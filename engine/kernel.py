@@ -51,7 +51,9 @@ C_IRQ_NEXT = 31  # the next device interrupt (irq_t[C_IRQ_PTR]), INF when there 
 C_EV_KIND = 27
 C_EV_ARG = 28
 C_SOCKET = 29  # the CPU's socket
-N_CPU_COLS = 32
+C_HW_LEVEL = 32  # the core C-state level this thread requests while idle (0: C0); see Hw
+C_HW_START = 33  # when its wait started (MWAIT reached), for the core and package accounting
+N_CPU_COLS = 34
 
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = 0, 1, 2, 3, 4, 5, 6, 7
 
@@ -93,7 +95,9 @@ I_T_END = 13
 I_IS_POLL0 = 14
 I_MAX_SLEEP = 15
 I_SPINNERS = 16  # senders released from csd_lock() spinning, not yet rescheduled
-N_IP = 17
+I_THREADS = 17  # SMT threads per core
+I_PKG_DEEP = 18  # the package state whose exit the table's deepest figures include (-1: not allowed)
+N_IP = 19
 
 MECH_IPI, MECH_RFC, MECH_TIF = 0, 1, 2
 
@@ -163,9 +167,41 @@ class Table(NamedTuple):
     irq_on: np.ndarray  # entered with interrupts enabled (CPUIDLE_FLAG_IRQ_ENABLE, or POLL)
     direct_saving: np.ndarray  # what taking the interrupt in the state saves the woken task
     entry_ns: np.ndarray  # from the start of the state to the wait itself
+    # Exit latency distributions by row: row s is state s as the table describes it (package in
+    # its deepest state where the figure includes it), row S + s the same state reached by the
+    # core alone (its package shallower: SKX C6 92 us, not 133).
     median_ns: np.ndarray  # exit latency median
     sigma: np.ndarray  # exit latency log-normal shape
-    exit_quantiles: np.ndarray  # (state, step): the exit latency's quantiles (streams.lognormal_table)
+    exit_quantiles: np.ndarray  # (row, step): the exit latency's quantiles (streams.lognormal_table)
+
+
+class Hw(NamedTuple):
+    """Core and package C-states beneath the OS view.
+
+    A thread idle in state s requests core level `level[s]` (0 POLL, 1 C1, 2 C1E, 3 C3, 4 C6)
+    from the time its wait starts (C_HW_START) to its wake event. A core is at level >= k while
+    every one of its threads is; a package state j holds while every core of its group (the
+    package, or the whole system for Xeon PC6) is at level >= pk_level[j]. Counts of who is at
+    a level and the time the last one got there (the latest start, so starts that lie a little
+    ahead of the event being processed are exact) give each interval when it closes.
+    """
+
+    level: np.ndarray  # (state,) core level requested
+    level_row: np.ndarray  # (level,) exit row of a thread whose core only reached that level
+    core_of: np.ndarray  # (cpu,) global core index
+    sibling: np.ndarray  # (cpu,) the core's other thread, -1 without SMT
+    core_cnt: np.ndarray  # (core, level) threads at >= level
+    core_since: np.ndarray  # (core, level) when the last of them got there
+    core_time: np.ndarray  # (core, level) closed time at >= level
+    thread_idle: np.ndarray  # (cpu,) closed time with a core C-state requested (not C0)
+    pk_level: np.ndarray  # (pkg state,) core level every core of the group must be at
+    pk_entry: np.ndarray  # (pkg state,) from the last core's arrival to the package state
+    pk_group: np.ndarray  # (pkg state, core) the core's group for that state
+    pk_lo: np.ndarray  # (pkg state, group) the group's cores are pk_lo..pk_hi-1
+    pk_hi: np.ndarray
+    pk_cnt: np.ndarray  # (pkg state, group) cores at >= pk_level
+    pk_since: np.ndarray
+    pk_time: np.ndarray
 
 
 class Arrivals(NamedTuple):
@@ -213,14 +249,82 @@ def _exp_draw(rng: np.ndarray, c: int, mean_ns: float, is_exponential: bool) -> 
 
 
 @compiled(inline=True)
-def _exit_draw(rng: np.ndarray, c: int, tab: Table, s: int) -> int:
-    """Log-normal exit latency: the median as given, the table's worst case at the 99.99th percentile."""
-    median = tab.median_ns[s]
+def _exit_draw(rng: np.ndarray, c: int, tab: Table, row: int) -> int:
+    """Log-normal exit latency: the median as given, the worst case at the 99.99th percentile."""
+    median = tab.median_ns[row]
     if median <= 0.0:
         return 0
-    if tab.sigma[s] <= 0.0:
+    if tab.sigma[row] <= 0.0:
         return int(median)
-    return int(lognormal(rng, c, tab.exit_quantiles, s, median, tab.sigma[s]))
+    return int(lognormal(rng, c, tab.exit_quantiles, row, median, tab.sigma[row]))
+
+
+# ------------------------------------------------------------------------ cores and packages
+
+
+@compiled(inline=True)
+def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) -> int:
+    """Which exit distribution a thread waking at t from state s draws from: that of the state
+    its core really reached (a sibling in C0 or a shallower state holds the core there), and for
+    the deepest states whether the package is in the package state the table's figure includes."""
+    lv = hw.level[s]
+    sib = hw.sibling[c]
+    if sib >= 0 and lv > 0:
+        other = cs[sib, C_HW_LEVEL] if cs[sib, C_HW_START] <= t else 0
+        if other < lv:
+            return hw.level_row[other]
+    j = ip[I_PKG_DEEP]
+    if j >= 0 and lv >= hw.pk_level[j]:
+        g = hw.pk_group[j, hw.core_of[c]]
+        if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g] and hw.pk_since[j, g] <= t:
+            return s
+    return hw.level.shape[0] + s
+
+
+@compiled(inline=True)
+def _hw_enter(cs: np.ndarray, hw: Hw, threads: int, c: int, lv: int, start: int) -> None:
+    """Thread c requests core level lv from `start` (its wait begins)."""
+    cs[c, C_HW_LEVEL] = lv
+    cs[c, C_HW_START] = start
+    core = hw.core_of[c]
+    sib = hw.sibling[c]
+    for k in range(1, lv + 1):
+        n = hw.core_cnt[core, k] + 1
+        hw.core_cnt[core, k] = n
+        if n == threads:
+            since = start if sib < 0 else max(start, cs[sib, C_HW_START])
+            hw.core_since[core, k] = since
+            for j in range(hw.pk_level.shape[0]):
+                if hw.pk_level[j] == k:
+                    g = hw.pk_group[j, core]
+                    m = hw.pk_cnt[j, g] + 1
+                    hw.pk_cnt[j, g] = m
+                    if m == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
+                        latest = since
+                        for o in range(hw.pk_lo[j, g], hw.pk_hi[j, g]):
+                            latest = max(latest, hw.core_since[o, k])
+                        hw.pk_since[j, g] = latest + hw.pk_entry[j]
+
+
+@compiled(inline=True)
+def _hw_leave(cs: np.ndarray, hw: Hw, threads: int, c: int, t: int) -> None:
+    """Thread c's wake event at t: close the intervals its request was part of."""
+    lv = cs[c, C_HW_LEVEL]
+    if lv == 0:
+        return
+    cs[c, C_HW_LEVEL] = 0
+    hw.thread_idle[c] += max(t - cs[c, C_HW_START], 0)
+    core = hw.core_of[c]
+    for k in range(1, lv + 1):
+        if hw.core_cnt[core, k] == threads:
+            hw.core_time[core, k] += max(t - hw.core_since[core, k], 0)
+            for j in range(hw.pk_level.shape[0]):
+                if hw.pk_level[j] == k:
+                    g = hw.pk_group[j, core]
+                    if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
+                        hw.pk_time[j, g] += max(t - hw.pk_since[j, g], 0)
+                    hw.pk_cnt[j, g] -= 1
+        hw.core_cnt[core, k] -= 1
 
 
 # ------------------------------------------------------------------------------- the event queue
@@ -628,6 +732,7 @@ def run_until(
     stats: Stats,
     fp: np.ndarray,
     ip: np.ndarray,
+    hw: Hw,
 ) -> None:
     """Process every event before t_stop (the caller steps t_stop to report progress)."""
     cs, queue, g, seen, rng = cpus.cs, cpus.queue, cpus.g, cpus.seen, cpus.rng
@@ -643,6 +748,7 @@ def run_until(
     mech = ip[I_MECH]
     uses_word = mech != MECH_IPI
     is_poll0 = ip[I_IS_POLL0] == 1
+    threads = ip[I_THREADS]
     while True:
         c = queue[1] & CPU_MASK
         t = queue[1] >> CPU_BITS  # the event's time, from its key (below T_CAP in any run)
@@ -670,9 +776,10 @@ def run_until(
                 continue
             x = 0
             if not poll and t >= mw:
-                x = _exit_draw(rng, c, tab, s)
+                x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t))
                 ssum[S_EXIT_SUM, s] += x
                 ssum[S_EXIT_N, s] += 1
+            _hw_leave(cs, hw, threads, c, t)
             t_hw = max(t, mw) + x
             interrupt = kind == EV_TIMER or kind == EV_TICK or kind == EV_IRQ
             if kind == EV_SIGNAL:
@@ -784,7 +891,7 @@ def run_until(
         take = max(t, cs[c, C_FREE_AT])
         busy = max(cs[c, C_BUSY_UNTIL], t)
         if kind == EV_BUSY_END:
-            _enter_idle(cpus, c, t, fp, ip, tab, arr, ctr, tick_ns)
+            _enter_idle(cpus, c, t, fp, ip, tab, arr, ctr, tick_ns, hw)
         elif kind == EV_TIMER:
             t_task = take + e_ns + tm_handler[arg] + sw_ns
             _sample(stats, L_TIMER, t_task - t)
@@ -868,6 +975,7 @@ def _enter_idle(
     arr: Arrivals,
     ctr: np.ndarray,
     tick_ns: int,
+    hw: Hw,
 ) -> None:
     """do_idle() -> cpuidle_idle_call(): select a state, maybe stop the tick, enter it."""
     cs, g, seen = cpus.cs, cpus.g, cpus.seen
@@ -909,6 +1017,8 @@ def _enter_idle(
     cs[c, C_STATE] = idx
     cs[c, C_IDLE_START] = t_start
     cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
+    if hw.level[idx] > 0:
+        _hw_enter(cs, hw, ip[I_THREADS], c, hw.level[idx], t_start + tab.entry_ns[idx])
     cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):

@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Kind = Literal["kernel", "published", "measured", "calibrated", "estimate"]
+# `firmware`: a value the platform firmware reports (ACPI _CST), neither measured nor a kernel table.
+Kind = Literal["kernel", "published", "measured", "firmware", "calibrated", "estimate"]
 
 KNOWN_FLAGS = {
     "CPUIDLE_FLAG_POLLING",
@@ -61,8 +62,17 @@ class CState(_Model):
     exit_latency_median_us: Param | None = Field(
         default=None, description="Median exit latency; the table's value is the 99.99th percentile."
     )
+    core_exit_latency_us: Param | None = Field(
+        default=None,
+        description="Worst-case exit when only the core reached this state, its package staying out of "
+        "the deepest package state (the table's figure describes both; SKX C6: 92 us against 133).",
+    )
+    core_exit_latency_median_us: Param | None = None
     entry_cost_ns: Param = Field(default_factory=lambda: estimate(0.0, "no entry cost assumed"))
-    power_watts: Param = Field(default_factory=lambda: estimate(1.0, "generic per-core estimate"))
+    power_watts: Param = Field(
+        default_factory=lambda: estimate(1.0, "generic per-core estimate"),
+        description="Power of a core in this state's core C-state (POLL's core is in C0: busy power).",
+    )
 
     @property
     def is_poll(self) -> bool:
@@ -71,6 +81,34 @@ class CState(_Model):
     @property
     def irq_enable(self) -> bool:
         return self.is_poll or "CPUIDLE_FLAG_IRQ_ENABLE" in self.flags
+
+    @property
+    def core_level(self) -> int:
+        """The core C-state this state requests from the MWAIT hint: 0 none (POLL), 1 C1, 2 C1E
+        (C1 sub-state 1), 3 C3, 4 C6, 5 C7 and deeper (the hint's top nibble + 2)."""
+        if self.is_poll:
+            return 0
+        hint = int(self.mwait_hint, 16) if self.mwait_hint else 0
+        major, sub = hint >> 4, hint & 0xF
+        return 1 + min(sub, 1) if major == 0 else major + 2
+
+    def core_exit_us(self) -> Param:
+        """Worst-case exit when the core alone reached this state (the table's when none is known)."""
+        if self.core_exit_latency_us is not None:
+            return self.core_exit_latency_us
+        return Param(
+            value=self.exit_latency_us, kind="kernel", source="the table's figure (no core-only figure known)"
+        )
+
+    def core_median_exit_us(self) -> Param:
+        if self.core_exit_latency_us is None:
+            return self.median_exit_us()
+        if self.core_exit_latency_median_us is not None:
+            return self.core_exit_latency_median_us
+        return estimate(
+            DEFAULT_MEDIAN_SHARE * self.core_exit_latency_us.value,
+            f"{DEFAULT_MEDIAN_SHARE:.0%} of the core-only worst case (no published median)",
+        )
 
     def median_exit_us(self) -> Param:
         if self.exit_latency_median_us is not None:
@@ -84,7 +122,44 @@ class CState(_Model):
 class PlatformTopology(_Model):
     sockets: Annotated[int, Field(ge=1, le=8)]
     cores_per_socket: Annotated[int, Field(ge=1, le=256)]
+    threads_per_core: Annotated[int, Field(ge=1, le=2)] = 1
     part: str = ""
+
+
+class PackageState(_Model):
+    """A package C-state: entered when every core of its scope is in at least `requires`."""
+
+    name: Annotated[str, Field(pattern=r"^PC[1-9][0-9]?$")]
+    requires: str = Field(description="The table state whose core C-state every core must be in, or deeper.")
+    scope: Literal["package", "system"] = Field(
+        description="Whose cores must all be there: the package's, or every socket's (Xeon PC6)."
+    )
+    entry_ns: Param = Field(description="From the last core's entry to the package state.")
+    uncore_watts: Param
+
+
+class TableRewrite(_Model):
+    """A state's table figures when the package limit is below the deepest package state."""
+
+    exit_latency_us: float
+    target_residency_us: float
+    source: str
+
+
+class PackageModel(_Model):
+    """Package C-states, shallow to deep, and what a package limit changes."""
+
+    states: list[PackageState]
+    pc0_uncore_watts: Param
+    limited_table: dict[str, TableRewrite] = Field(
+        default_factory=dict,
+        description="The driver's table update when the deepest package state is not allowed "
+        "(skx_idle_state_table_update()).",
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return ["PC0", *(p.name for p in self.states)]
 
 
 class CostModel(_Model):
@@ -114,16 +189,48 @@ class Platform(_Model):
     states: list[CState]
     topology: PlatformTopology
     costs: CostModel
-    busy_watts: Param = Field(default_factory=lambda: estimate(5.0, "generic per-core estimate"))
+    busy_watts: Param = Field(
+        default_factory=lambda: estimate(5.0, "generic per-core estimate"),
+        description="Power of a core in C0 (running, POLL, entry and exit paths).",
+    )
+    package: PackageModel | None = None
     notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_table(self) -> Platform:
         validate_states(self.states)
+        if self.package is not None:
+            validate_package(self.package, self.states)
         return self
 
     def state_names(self) -> list[str]:
         return [s.name for s in self.states]
+
+    def package_states(self) -> list[str]:
+        return self.package.names() if self.package else ["PC0"]
+
+    def under_package_limit(self, limit: str) -> Platform:
+        """The table the driver registers under this package limit: skx_idle_state_table_update()
+        rewrites C6 when PC6 is not allowed (its 133 us figure includes the PC6 exit)."""
+        if self.package is None or not self.package.limited_table or not self.package.states:
+            return self
+        names = self.package_states()
+        if names.index(limit) >= len(names) - 1:
+            return self
+        states = []
+        for s in self.states:
+            new = self.package.limited_table.get(s.name)
+            if new is not None:
+                s = s.model_copy(
+                    update={
+                        "exit_latency_us": new.exit_latency_us,
+                        "target_residency_us": new.target_residency_us,
+                        # The rewritten figure is the core's own exit: so is its median.
+                        "exit_latency_median_us": s.core_exit_latency_median_us,
+                    }
+                )
+            states.append(s)
+        return self.model_copy(update={"states": states})
 
 
 def validate_states(states: list[CState]) -> None:
@@ -165,6 +272,27 @@ def validate_states(states: list[CState]) -> None:
             )
 
 
+def validate_package(package: PackageModel, states: list[CState]) -> None:
+    """Package states must nest: each deeper one asks at least as much of the cores, of at
+    least as many of them, and takes at least as long to enter (the residency split relies on it)."""
+    levels = {s.name: s.core_level for s in states}
+    prev: PackageState | None = None
+    for i, p in enumerate(package.states):
+        if p.requires not in levels or levels[p.requires] == 0:
+            raise ValueError(
+                f"package.states.{i}.requires: {p.requires!r} is not a core C-state of this table"
+            )
+        if prev is not None and (
+            levels[p.requires] < levels[prev.requires]
+            or (prev.scope == "system" and p.scope == "package")
+            or p.entry_ns.value < prev.entry_ns.value
+        ):
+            raise ValueError(
+                f"package.states.{i}: {p.name} must be deeper than {prev.name} in level, scope and entry"
+            )
+        prev = p
+
+
 def poll_state() -> CState:
     """State 0 as drivers/cpuidle/poll_state.c registers it."""
     return CState(
@@ -177,23 +305,68 @@ def poll_state() -> CState:
     )
 
 
-def custom_platform(name: str, states: list[CState], based_on: Platform, title: str = "") -> Platform:
-    """A user's table on top of a built-in platform's topology, costs and power.
+# Per-state model terms a custom state takes from the base platform's state of the same name
+# when it does not give them (its table figures are its own).
+INHERITED_STATE_TERMS = (
+    "exit_latency_median_us",
+    "core_exit_latency_us",
+    "core_exit_latency_median_us",
+    "entry_cost_ns",
+    "power_watts",
+)
 
-    POLL is added as state 0 when the user's list does not start with it, as cpuidle does.
+
+def custom_platform(name: str, states: list[CState], based_on: Platform, title: str = "") -> Platform:
+    """A user's table on top of a built-in platform's topology, costs, power and package states.
+
+    POLL is added as state 0 when the user's list does not start with it, as cpuidle does. A state
+    named as one of the base's takes the base state's model terms (power, entry cost, exit
+    distribution) that it does not set itself; the notes say which states got generic defaults.
     """
     if not states or states[0].name != "POLL":
         states = [poll_state(), *states]
+    base = {s.name: s for s in based_on.states}
+    merged, generic = [], []
+    for s in states:
+        if s.name in base:
+            given = s.model_fields_set
+            inherit = {k: getattr(base[s.name], k) for k in INHERITED_STATE_TERMS if k not in given}
+            # A base median or core exit above this table's worst case would contradict it.
+            for key in ("exit_latency_median_us", "core_exit_latency_us", "core_exit_latency_median_us"):
+                if inherit.get(key) is not None and inherit[key].value > s.exit_latency_us:
+                    del inherit[key]
+            s = s.model_copy(update=inherit)
+        elif not s.is_poll:
+            generic.append(s.name)
+        merged.append(s)
+    names = {s.name for s in merged}
+    package = based_on.package
+    if package is not None:
+        package = package.model_copy(
+            update={
+                "states": [p for p in package.states if p.requires in names],
+                "limited_table": {k: v for k, v in package.limited_table.items() if k in names},
+            }
+        )
+    notes = [
+        f"Topology, cost model, busy and package power taken from the built-in {based_on.name!r} platform."
+    ]
+    if generic:
+        notes.append(
+            f"States not in {based_on.name!r} ({', '.join(generic)}) use generic power and entry-cost "
+            "estimates."
+        )
     return Platform(
         name=name,
         title=title or f"custom table on {based_on.name}'s cost model",
         source="user-supplied table",
         kernel="",
-        states=states,
+        states=merged,
         topology=based_on.topology,
         costs=based_on.costs,
         busy_watts=based_on.busy_watts,
-        notes=[f"Topology, cost model and busy power taken from the built-in {based_on.name!r} platform."],
+        package=package,
+        notes=notes,
     )
 
 

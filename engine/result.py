@@ -106,11 +106,50 @@ class Timeline(_Model):
 
 
 class Energy(_Model):
+    """Energy from the hardware view: cores by core C-state, uncore by package C-state (estimates)."""
+
     estimate: bool = True
     joules: float
     mean_watts_per_cpu: float
-    per_state_joules: dict[str, float]
-    busy_joules: float
+    per_state_joules: dict[str, float] = Field(
+        description="Core energy in the core C-state of each table state (POLL's core is in C0: busy)."
+    )
+    busy_joules: float = Field(description="Core energy in C0.")
+    core_joules: float
+    uncore_joules: float
+    per_package_state_joules: dict[str, float]
+
+
+class HardwareGroup(_Model):
+    """Hardware residency of one socket, or of the whole system: shares of simulated time."""
+
+    socket: int | None = Field(description="The socket; null for the whole system.")
+    core: dict[str, float] = Field(description="Mean share of its cores in each core C-state (CC0, CC1...).")
+    package: dict[str, float] = Field(description="Mean share of its packages in each package C-state.")
+    turbostat: dict[str, float] = Field(
+        description="As turbostat prints them: Busy%, CPU%c1 (per thread, averaged), CPU%c3/CPU%c6 "
+        "(per core), Pkg%pcN (percent) and PkgWatt (watts; an estimate)."
+    )
+    pkg_watts: float = Field(description="Package power (cores plus uncore) per socket, an estimate.")
+
+
+class Hardware(_Model):
+    """What the hardware counts beneath cpuidle's view (turbostat's columns).
+
+    A core is in the shallowest core C-state its threads request; a package state needs every
+    core of its scope in at least its core state. POLL, handlers inside an IRQ_ENABLE C1 stay,
+    entry and exit paths are C0.
+    """
+
+    threads_per_core: int
+    package_limit: str
+    core_states: list[str]
+    package_states: list[str]
+    sockets: list[HardwareGroup]
+    system: HardwareGroup
+    per_core: list[list[float]] = Field(description="Per core: share in each of core_states.")
+    per_cpu_busy: list[float] = Field(description="Per logical CPU: turbostat's Busy% as a share (C0).")
+    per_cpu_c1: list[float] = Field(description="Per logical CPU: turbostat's CPU%c1 as a share.")
 
 
 class SimResult(_Model):
@@ -134,5 +173,6 @@ class SimResult(_Model):
     latency: dict[str, LatencyStats]
     ipi: IpiStats
     timeline: list[Timeline]
+    hardware: Hardware
     energy: Energy
     estimates: list[str] = Field(description="Model parameters of this run that are estimates, not facts.")

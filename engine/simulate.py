@@ -16,10 +16,10 @@ import numpy as np
 from engine import kernel as K
 from engine.config import SimConfig
 from engine.governors import GOVERNOR_IDS, GOVERNOR_KERNEL, INF, init_governor_state
+from engine.hardware import hardware_arrays, hardware_result
 from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
-    Energy,
     IpiStats,
     LocalityCost,
     SimResult,
@@ -88,14 +88,16 @@ class _Prepared:
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
-        table = self.table = config.resolve_platform()
+        table = self.table = config.resolve_platform().under_package_limit(config.package.limit)
         # What the result says about the config itself, worked out with it: after the event
         # loop has filled the caches with its own data, the same Python ran 2-3x slower.
         self.config_hash = config.config_hash()
         self.estimates = _estimates(config, table)
         states = table.states
         n = self.n = config.n_cpus(table)
-        cores = config.cores_per_socket()
+        cores = self.cores = config.cores_per_socket(table)
+        threads = self.threads = config.threads_per_core(table)
+        per_socket = cores * threads
         self.t_end = t_end = int(round(config.duration_ms * 1e6))
         w = config.wakeups
         S = len(states)
@@ -108,13 +110,14 @@ class _Prepared:
         self.res_ns = np.array([int(round(s.target_residency_us * 1000)) for s in states], dtype=np.int64)
         self.exit_ns = np.array([int(round(s.exit_latency_us * 1000)) for s in states], dtype=np.int64)
         self.entry_ns = np.array([int(s.entry_cost_ns.value) for s in states], dtype=np.int64)
-        self.median_ns = np.array([s.median_exit_us().value * 1000 for s in states], dtype=np.float64)
+        # Exit rows: the table's figures, then each state reached by the core alone (K.Table).
+        rows = [(s.exit_latency_us, s.median_exit_us()) for s in states]
+        rows += [(s.core_exit_us().value, s.core_median_exit_us()) for s in states]
+        self.median_ns = np.array([m.value * 1000 for _, m in rows], dtype=np.float64)
         self.sigma = np.array(
             [
-                math.log(s.exit_latency_us * 1000 / m) / K.Z_9999
-                if m > 0 and s.exit_latency_us * 1000 > m
-                else 0.0
-                for s, m in zip(states, self.median_ns, strict=True)
+                math.log(worst * 1000 / m) / K.Z_9999 if m > 0 and worst * 1000 > m else 0.0
+                for (worst, _), m in zip(rows, self.median_ns, strict=True)
             ]
         )
         saving = _cost(config, table, "irq_direct_saving_ns")
@@ -190,11 +193,11 @@ class _Prepared:
         calls, sched = w.ipis, w.sched_wakeups
         self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
             seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
-            cores, calls.same_socket_share, _cpu_set(calls.targets, n),
+            per_socket, calls.same_socket_share, _cpu_set(calls.targets, n),
         )
         self.ssnd_t, self.ssnd_dst, self.ssnd_off = arrival_streams(
             seeds[:, SRC_SCHED], _rates(sched.rate_hz, sched.senders, n), t_end,
-            cores, sched.same_socket_share, _cpu_set(sched.targets, n),
+            per_socket, sched.same_socket_share, _cpu_set(sched.targets, n),
         )
         # What each CPU will be asked for, for the oracle governor (the only one that looks).
         if gov == "oracle":
@@ -219,7 +222,9 @@ class _Prepared:
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
-        cs[:, K.C_SOCKET] = cpus // cores
+        cs[:, K.C_SOCKET] = cpus // per_socket
+        # A CPU-bound task on these CPUs for the whole run: never idle, still interrupted.
+        cs[_cpu_set(w.busy_cpus, n), K.C_BUSY_UNTIL] = INF
         cs[:, K.C_CSD_OWNER] = cpus
         cs[:, K.C_WORD_OWNER] = cpus
         cs[:, K.C_WORD_READER] = cpus
@@ -246,7 +251,7 @@ class _Prepared:
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
         self.tl = np.empty((self._timeline_rows(), 4), dtype=np.int64)
         self.cpus = K.Cpus(cs, self.queue, self.g, self.q_t, self.q_kind, self.q_src, self.seen, self.rng)
-        exit_quantiles = np.empty((S, QUANTILE_STEPS + 1))
+        exit_quantiles = np.empty((2 * S, QUANTILE_STEPS + 1))
         lognormal_table(self.median_ns, self.sigma, exit_quantiles)
         self.tab = K.Table(
             self.res_ns, self.exit_ns, self.enabled, self.irq_on, self.direct_saving, self.entry_ns,
@@ -259,6 +264,11 @@ class _Prepared:
         self.stats = K.Stats(
             self.st, self.ssum, self.lat_buf, self.lat_off, self.lat_cnt, self.ctr, self.fsum, self.tl
         )
+        self.hw = hardware_arrays(config, table, cores, threads)
+        ip[K.I_THREADS] = threads
+        # The table's deepest figures include the deepest package state only where it is allowed.
+        all_allowed = len(self.hw.pk_level) == len(table.package_states()) - 1
+        ip[K.I_PKG_DEEP] = len(self.hw.pk_level) - 1 if all_allowed else -1
         K.schedule_all(cs, self.queue, ip, self.arr)
 
     def _timeline_rows(self) -> int:
@@ -282,7 +292,7 @@ class _Prepared:
         return rows
 
     def step(self, t_stop: int) -> None:
-        K.run_until(t_stop, self.cpus, self.tab, self.arr, self.stats, self.fp, self.ip)
+        K.run_until(t_stop, self.cpus, self.tab, self.arr, self.stats, self.fp, self.ip, self.hw)
 
     # ------------------------------------------------------------------------------------ result
 
@@ -344,17 +354,7 @@ class _Prepared:
             stuck_mean_ns=_mean(fsum[K.F_STUCK_NS], ctr[K.K_STUCK]),
             csd_wait_ns=int(ctr[K.K_CSD_WAIT]),
         )
-        watts = [config.power.state_watts.get(s.name, s.power_watts.value) for s in states]
-        busy_w = config.power.busy_watts if config.power.busy_watts is not None else table.busy_watts.value
-        per_state_j = {s.name: float(resident[:, i].sum() * 1e-9 * watts[i]) for i, s in enumerate(states)}
-        busy_j = float(busy_per_cpu.sum() * t_end * 1e-9 * busy_w)
-        joules = sum(per_state_j.values()) + busy_j
-        energy = Energy(
-            joules=joules,
-            mean_watts_per_cpu=joules / (n * t_end * 1e-9),
-            per_state_joules=per_state_j,
-            busy_joules=busy_j,
-        )
+        hardware, energy = hardware_result(config, table, self.hw, self.cs, t_end, self.cores, self.threads)
         return SimResult(
             engine_version=engine_version(),
             config_hash=self.config_hash,
@@ -374,6 +374,7 @@ class _Prepared:
             latency=latency,
             ipi=ipi,
             timeline=self._timeline(),
+            hardware=hardware,
             energy=energy,
             estimates=self.estimates,
         )
