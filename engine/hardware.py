@@ -124,7 +124,7 @@ def hardware_result(
         dtype=np.float64,
     ).reshape(sockets, len(hw.pk_level))
     deeper = np.concatenate([cond[:, 1:], np.zeros((sockets, 1))], axis=1)
-    pc0 = t_end - (cond[:, 0] if cond.shape[1] else 0.0)
+    pc0 = t_end - (cond[:, 0] if cond.shape[1] else np.zeros(sockets))
     pkg_exact = np.column_stack([pc0, np.maximum(cond - deeper, 0.0)])
     per_pkg = pkg_exact / t_end
 

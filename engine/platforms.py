@@ -8,6 +8,7 @@ measured figure, a value calibrated on a published figure, or an estimate (a gue
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -84,13 +85,23 @@ class CState(_Model):
 
     @property
     def core_level(self) -> int:
-        """The core C-state this state requests from the MWAIT hint: 0 none (POLL), 1 C1, 2 C1E
-        (C1 sub-state 1), 3 C3, 4 C6, 5 C7 and deeper (the hint's top nibble + 2)."""
+        """The core C-state this state requests: 0 none (POLL), 1 C1, 2 C1E (C1 sub-state 1),
+        3 C3, 4 C6, 5 C7 and deeper; from the MWAIT hint (top nibble + 2), else the hint in
+        `desc` ("MWAIT 0x20"), else the name (C6 -> 4)."""
         if self.is_poll:
             return 0
-        hint = int(self.mwait_hint, 16) if self.mwait_hint else 0
-        major, sub = hint >> 4, hint & 0xF
-        return 1 + min(sub, 1) if major == 0 else major + 2
+        hint = self.mwait_hint
+        if hint is None:
+            m = re.search(r"MWAIT (0x[0-9a-fA-F]+)", self.desc)
+            hint = m.group(1) if m else None
+        if hint is not None:
+            major, sub = int(hint, 16) >> 4, int(hint, 16) & 0xF
+            return 1 + min(sub, 1) if major == 0 else min(major + 2, 5)
+        m = re.match(r"C(\d+)(E?)", self.name)
+        if m is None:
+            return 1
+        number = int(m.group(1))
+        return {0: 1, 1: 1 + bool(m.group(2)), 2: 3, 3: 3, 4: 4, 5: 4, 6: 4}.get(number, 5)
 
     def core_exit_us(self) -> Param:
         """Worst-case exit when the core alone reached this state (the table's when none is known)."""

@@ -351,7 +351,7 @@ def _irq_enable_base(platform: str) -> dict[str, Any]:
         "platform": platform,
         "seed": 1,
         "duration_ms": 300,
-        "topology": {"sockets": 1, "cores_per_socket": 8},
+        "topology": {"sockets": 1, "cores_per_socket": 8, "threads_per_core": 1},
         "governor": {"name": "menu"},
         "states": {"disabled": ["POLL", "C1E", "C6"], "irq_enable": {"C1": False}},
         "wakeups": {
@@ -467,12 +467,16 @@ def _irq_enable(platform: str, chip: str) -> Scenario:
 
 # --- 2. The RFC's Westmere figures (2012) ---------------------------------------------------------
 
+# The review scenarios' senders and targets are whole cores (one thread each): with a sibling
+# thread, CPU numbers would name threads of shared cores.
+_DISTINCT_CORES = {"threads_per_core": 1}
 _WSM_SENDER_BUSY = {"period_us": 100, "cpus": [0], "work_us": 90, "handler_us": 0.5}
 
 
 def _wsm_role(mechanism: str, target: int) -> dict[str, Any]:
     return {
         "platform": "wsm",
+        "topology": dict(_DISTINCT_CORES),
         "seed": 3,
         "duration_ms": 200,
         "wakeups": {
@@ -575,6 +579,7 @@ _RB_TARGETS = [4, 10]
 def _read_before_role(read_first: bool) -> dict[str, Any]:
     return {
         "platform": "wsm",
+        "topology": dict(_DISTINCT_CORES),
         "seed": 2,
         "duration_ms": 100,
         "wakeups": {
@@ -666,6 +671,7 @@ _IO_TARGETS = [4, 5, 6, 7, 8, 9, 10, 11]
 def _irqs_off_role(irqs_off: bool) -> dict[str, Any]:
     return {
         "platform": "wsm",
+        "topology": dict(_DISTINCT_CORES),
         "seed": 4,
         "duration_ms": 200,
         # Targets idle in C1 only (state choice is global: the deeper states are disabled).
@@ -798,6 +804,7 @@ _TP_TARGETS = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
 def _tif_role(mechanism: str) -> dict[str, Any]:
     return {
         "platform": "wsm",
+        "topology": dict(_DISTINCT_CORES),
         "seed": 5,
         "duration_ms": 200,
         # Targets idle in POLL or C1, where the mechanisms differ (deep exits would hide it).

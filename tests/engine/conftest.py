@@ -41,7 +41,7 @@ def make_config(**overrides: Any) -> SimConfig:
     base: dict[str, Any] = {
         "platform": "skx",
         "duration_ms": 10.0,
-        "topology": {"sockets": 1, "cores_per_socket": 2},
+        "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
     }
     return SimConfig.model_validate(deep_update(base, overrides))
 

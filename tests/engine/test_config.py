@@ -43,8 +43,8 @@ def test_default_config_is_valid() -> None:
     c = SimConfig()
     assert c.platform == "skx"
     assert c.governor.name == "menu"
-    # skx's typical part: 2 sockets x 24 cores.
-    assert c.n_cpus() == 48
+    # skx's typical part: 2 sockets x 24 cores x 2 threads.
+    assert c.n_cpus() == 96
     assert c.expected_events() <= MAX_EXPECTED_EVENTS
 
 
@@ -65,7 +65,7 @@ def test_irq_enable_allowed_where_the_kernel_allows_it() -> None:
 def test_cpu_lists_within_range_are_valid() -> None:
     SimConfig.model_validate(
         {
-            "topology": {"sockets": 1, "cores_per_socket": 4},
+            "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
             "wakeups": {"timers": [{"cpus": [0, 3]}], "ipis": {"senders": [1], "targets": [2, 3]}},
         }
     )
@@ -142,17 +142,19 @@ def test_poll_cannot_run_with_interrupts_off() -> None:
 
 
 def test_zero_cores() -> None:
-    err = only_error({"topology": {"cores_per_socket": 0}})
+    err = only_error({"topology": {"cores_per_socket": 0, "threads_per_core": 1}})
     assert err["loc"] == ["topology", "cores_per_socket"]
 
 
 def test_too_many_cpus() -> None:
     # 8 sockets x 65 cores = 520 > 512.
-    err = only_error({"topology": {"sockets": 8, "cores_per_socket": 65}})
+    err = only_error({"topology": {"sockets": 8, "cores_per_socket": 65, "threads_per_core": 1}})
     assert err["loc"] == ["topology"]
     assert "520" in str(err["msg"]) and str(MAX_CPUS) in str(err["msg"])
     # 8 x 64 = 512 is the limit itself and allowed (with a short run, to stay under the event limit).
-    SimConfig.model_validate({"topology": {"sockets": 8, "cores_per_socket": 64}, "duration_ms": 10})
+    SimConfig.model_validate(
+        {"topology": {"sockets": 8, "cores_per_socket": 64, "threads_per_core": 1}, "duration_ms": 10}
+    )
 
 
 def test_too_many_expected_events() -> None:
@@ -173,7 +175,8 @@ def test_too_many_expected_events() -> None:
     ],
 )
 def test_cpu_lists_naming_absent_cpus(wakeups: dict[str, Any], loc: list[object]) -> None:
-    err = only_error({"topology": {"sockets": 1, "cores_per_socket": 4}, "wakeups": wakeups})
+    topology = {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}
+    err = only_error({"topology": topology, "wakeups": wakeups})
     assert err["loc"] == loc
     assert "does not exist" in str(err["msg"]) and "0..3" in str(err["msg"])
 
@@ -234,7 +237,11 @@ def _perturbations() -> dict[str, dict[str, Any]]:
         "wakeups.sched_wakeups.targets": [1],
         "ipi_wakeup.mechanism": "ipi",
         "power.state_watts": {"C6": 0.05},
+        "power.uncore_watts": {"PC6": 3.0},
         "topology.cores_per_socket": 4,
+        "topology.threads_per_core": 1,
+        "wakeups.busy_cpus": [3],
+        "package.limit": "PC2",
     }
     base = SimConfig().model_dump(mode="json")
     out: dict[str, dict[str, Any]] = {}
@@ -277,7 +284,7 @@ def _perturbations() -> dict[str, dict[str, Any]]:
 
 
 # Dict-valued fields that are values in their own right, not sections.
-DICT_VALUED = {"states.irq_enable", "power.state_watts"}
+DICT_VALUED = {"states.irq_enable", "power.state_watts", "power.uncore_watts"}
 
 
 def test_config_hash_is_stable() -> None:

@@ -33,7 +33,7 @@ BUSY = {
 
 
 def _configs() -> list[SimConfig]:
-    small = {"duration_ms": 5.0, "topology": {"sockets": 1, "cores_per_socket": 2}}
+    small = {"duration_ms": 5.0, "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1}}
     return [
         # The default load, as the brief's reference case.
         make_config(**small),

@@ -34,6 +34,11 @@ def run_with_internals(config: SimConfig) -> tuple[_Prepared, SimResult]:
     return run, run.result()
 
 
+def topo(sockets: int, cores: int) -> dict[str, int]:
+    """A topology of whole cores (one thread each): the OS-level checks count CPUs."""
+    return {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": 1}
+
+
 def state(result: SimResult, name: str) -> Any:
     (s,) = [s for s in result.states if s.name == name]
     return s
@@ -73,7 +78,7 @@ def hand_config(
         "platform_table": HAND_TABLE.model_dump(mode="json"),
         "seed": SEED,
         "duration_ms": T_END / MS,
-        "topology": {"sockets": 1, "cores_per_socket": 1},
+        "topology": {"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
         "governor": {"name": "fixed", "fixed_state": fixed_state},
         "states": {"irq_enable": {"C1": irq_enable}},
         # HZ=100: the first tick would be at 10 ms, the end of the run, so no tick ever fires.
@@ -204,17 +209,19 @@ def test_hand_checked_above_counts_only_with_shallower_states_enabled() -> None:
 
 
 def test_exit_latency_drawn_around_the_published_median() -> None:
-    """icx C6: median 128 us (published), table 170 us = 99.99th percentile of the log-normal draw."""
+    """icx C6 with its package in PC6: median 128 us (published), table 170 us = 99.99th
+    percentile of the log-normal draw. One core alone in the system reaches PC6 at every stay."""
     config = make_config(
         platform="icx",
-        duration_ms=200.0,
-        topology={"sockets": 1, "cores_per_socket": 32},
+        duration_ms=6400.0,
+        topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
         governor={"name": "fixed", "fixed_state": "C6"},
         wakeups=quiet(timers=[{"period_us": 2000.0, "work_us": 5.0}]),
     )
     r = simulate(config)
     c6 = state(r, "C6")
-    assert c6.usage >= 3150  # 32 CPUs x 100 expiries, give or take the last
+    assert c6.usage >= 3150  # 3200 expiries, give or take the last
+    assert r.hardware.system.package["PC6"] > 0.9
     # C6 is entered with interrupts off: WakeLatency is exactly the drawn exit latency.
     wake = r.latency["wake"]
     assert wake.count == c6.usage
@@ -232,7 +239,7 @@ def test_exit_latency_drawn_around_the_published_median() -> None:
 
 
 def test_same_config_gives_identical_bytes() -> None:
-    config = make_config(topology={"sockets": 2, "cores_per_socket": 2}, duration_ms=20.0)
+    config = make_config(topology=topo(2, 2), duration_ms=20.0)
     a, b = simulate(config), simulate(config)
     assert a.model_dump_json() == b.model_dump_json()
     assert a.config_hash == config.config_hash()
@@ -250,7 +257,7 @@ def test_other_seed_differs() -> None:
 
 def test_progress_callback() -> None:
     seen: list[float] = []
-    config = make_config(duration_ms=20.0, topology={"sockets": 2, "cores_per_socket": 4})
+    config = make_config(duration_ms=20.0, topology=topo(2, 4))
     reported = simulate(config, progress=seen.append)
     assert seen == sorted(seen) and len(seen) > 10
     assert seen[-1] == 1.0
@@ -268,8 +275,8 @@ def test_run_with_internals_matches_simulate() -> None:
 
 
 def test_arrival_streams_do_not_depend_on_cpu_count() -> None:
-    small = _Prepared(make_config(topology={"sockets": 1, "cores_per_socket": 2}))
-    large = _Prepared(make_config(topology={"sockets": 2, "cores_per_socket": 4}))
+    small = _Prepared(make_config(topology={"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1}))
+    large = _Prepared(make_config(topology={"sockets": 2, "cores_per_socket": 4, "threads_per_core": 1}))
     for c in range(2):
         # Device interrupts, timer phases, call times and the kernel's own random stream.
         assert np.array_equal(
@@ -294,12 +301,10 @@ def test_per_cpu_results_do_not_depend_on_cpu_count() -> None:
     # With only per-CPU sources (tick, timers, device interrupts) CPUs never interact, so CPU 0
     # and 1 behave the same whether there are 2 CPUs or 6.
     wake = quiet(timers=[{"period_us": 700.0, "work_us": 15.0}], interrupts={"rate_hz": 3000.0})
-    two = simulate(
-        make_config(topology={"sockets": 1, "cores_per_socket": 2}, wakeups=wake, duration_ms=20.0)
-    )
-    six = simulate(
-        make_config(topology={"sockets": 2, "cores_per_socket": 3}, wakeups=wake, duration_ms=20.0)
-    )
+    # (With the package limited to PC2 no exit depends on the other cores' states.)
+    common: dict[str, Any] = {"wakeups": wake, "duration_ms": 20.0, "package": {"limit": "PC2"}}
+    two = simulate(make_config(topology=topo(1, 2), **common))
+    six = simulate(make_config(topology=topo(2, 3), **common))
     assert two.per_cpu_residency == six.per_cpu_residency[:2]
     assert [t.model_dump() for t in two.timeline] == [t.model_dump() for t in six.timeline[:2]]
 
@@ -343,7 +348,12 @@ def small_configs(draw: st.DrawFn) -> SimConfig:
         "platform": platform,
         "seed": draw(st.integers(min_value=0, max_value=2**40)),
         "duration_ms": draw(st.floats(min_value=1.0, max_value=12.0)),
-        "topology": {"sockets": draw(st.integers(1, 2)), "cores_per_socket": draw(st.integers(1, 4))},
+        "topology": {
+            "sockets": draw(st.integers(1, 2)),
+            "cores_per_socket": draw(st.integers(1, 4)),
+            "threads_per_core": draw(st.integers(1, 2)),
+        },
+        "package": {"limit": draw(st.sampled_from(load_platform(platform).package_states()))},
         "governor": {
             "name": governor,
             "fixed_state": draw(st.sampled_from(enabled)) if governor == "fixed" else None,
@@ -441,9 +451,12 @@ def test_properties(config: SimConfig) -> None:
     intr = run.lat_buf[run.lat_off[1] : run.lat_off[1] + run.lat_cnt[1]]
     assert (intr >= int(irq_entry)).all()
     assert ipi.csd_wait_ns >= 0
-    # Energy adds up.
-    assert r.energy.joules == pytest.approx(sum(r.energy.per_state_joules.values()) + r.energy.busy_joules)
-    assert r.energy.joules >= 0
+    # Energy adds up: cores by core state, uncore by package state.
+    e = r.energy
+    assert e.joules == pytest.approx(e.core_joules + e.uncore_joules)
+    assert e.core_joules == pytest.approx(sum(e.per_state_joules.values()) + e.busy_joules)
+    assert e.uncore_joules == pytest.approx(sum(e.per_package_state_joules.values()))
+    assert e.joules >= 0
     # Disabled states are never entered. Exceptions the kernel shares: ladder starts at first_idx
     # without checking it; menu and teo return state 0 for latency_req 0, and teo clamps to state
     # 0 when no enabled state meets the limit. (fixed falls back towards state 0 too.)
@@ -485,7 +498,7 @@ def test_locality_stats_count_only_no_wait_calls() -> None:
     r = simulate(
         make_config(
             duration_ms=50.0,
-            topology={"sockets": 1, "cores_per_socket": 4},
+            topology={"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
             wakeups={"ipis": {"rate_hz": 0.0}, "sched_wakeups": {"rate_hz": 20000.0}},
         )
     )
@@ -517,7 +530,7 @@ def test_calls_never_run_before_they_are_made() -> None:
             "platform": "skx",
             "seed": 0,
             "duration_ms": 6.0,
-            "topology": {"sockets": 1, "cores_per_socket": 2},
+            "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
             "states": {"irq_enable": {"C1": False}},
             "ipi_wakeup": {"mechanism": "ipi"},
             "wakeups": quiet(
@@ -542,7 +555,7 @@ def test_poisson_interrupt_count() -> None:
     rate, cpus, t_ms = 4000.0, 8, 100.0
     config = make_config(
         duration_ms=t_ms,
-        topology={"sockets": 2, "cores_per_socket": 4},
+        topology={"sockets": 2, "cores_per_socket": 4, "threads_per_core": 1},
         wakeups=quiet(interrupts={"rate_hz": rate}),
     )
     run, r = run_with_internals(config)
@@ -558,7 +571,7 @@ def test_poisson_interrupt_count_long() -> None:
     rate, cpus, t_ms = 2000.0, 16, 1000.0
     config = make_config(
         duration_ms=t_ms,
-        topology={"sockets": 2, "cores_per_socket": 8},
+        topology={"sockets": 2, "cores_per_socket": 8, "threads_per_core": 1},
         wakeups=quiet(interrupts={"rate_hz": rate}),
     )
     r = simulate(config)
@@ -573,7 +586,7 @@ def test_periodic_timer_wake_count(work_us: float) -> None:
     period_us, t_ms, cpus = 100.0, 20.0, 4
     config = make_config(
         duration_ms=t_ms,
-        topology={"sockets": 1, "cores_per_socket": cpus},
+        topology={"sockets": 1, "cores_per_socket": cpus, "threads_per_core": 1},
         wakeups=quiet(timers=[{"period_us": period_us, "work_us": work_us}]),
     )
     first = _Prepared(config).tm_next[0].copy()
@@ -595,7 +608,7 @@ def _busy_targets(mechanism: str, *, read_first: bool = False, platform: str = "
         make_config(
             platform=platform,
             duration_ms=50.0,
-            topology={"sockets": 2, "cores_per_socket": 4},
+            topology={"sockets": 2, "cores_per_socket": 4, "threads_per_core": 1},
             ipi_wakeup={"mechanism": mechanism, "read_before_cmpxchg": read_first},
             wakeups=quiet(
                 timers=[{"period_us": 100.0, "work_us": 95.0}],
@@ -630,7 +643,7 @@ def _idle_targets(
         make_config(
             platform="wsm",
             duration_ms=duration_ms,
-            topology={"sockets": 2, "cores_per_socket": 4},
+            topology={"sockets": 2, "cores_per_socket": 4, "threads_per_core": 1},
             ipi_wakeup={"mechanism": mechanism},
             wakeups=quiet(
                 timers=[{"period_us": 100.0, "work_us": 95.0, "cpus": [0, 4]}],
@@ -667,7 +680,7 @@ def _one_sender(mechanism: str, share: float, platform: str = "wsm") -> SimResul
             seed=7,
             platform=platform,
             duration_ms=200.0,
-            topology={"sockets": 2, "cores_per_socket": 4},
+            topology={"sockets": 2, "cores_per_socket": 4, "threads_per_core": 1},
             ipi_wakeup={"mechanism": mechanism},
             wakeups=quiet(
                 timers=[{"period_us": 100.0, "work_us": 95.0, "cpus": [0]}],
@@ -726,7 +739,7 @@ def test_topology_moves_the_sender_cycles(platform: str, mechanism: str) -> None
 
 def test_one_socket_never_crosses_the_interconnect() -> None:
     one = simulate(
-        make_config(platform="wsm", topology={"sockets": 1, "cores_per_socket": 4}, duration_ms=20.0)
+        make_config(platform="wsm", topology=topo(1, 4), duration_ms=20.0)
     )
     assert one.ipi.requested > 0
     assert one.ipi.other_socket.calls == 0 and one.ipi.line_transfers_other_socket == 0
@@ -773,6 +786,6 @@ def test_limits_enforced_before_work_starts() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="events expected"):
-        make_config(duration_ms=60_000.0, topology={"sockets": 8, "cores_per_socket": 64})
+        make_config(duration_ms=60_000.0, topology=topo(8, 64))
     with pytest.raises(ValidationError, match="over the limit of 512"):
-        make_config(topology={"sockets": 8, "cores_per_socket": 65})
+        make_config(topology={"sockets": 8, "cores_per_socket": 65, "threads_per_core": 1})
