@@ -192,7 +192,7 @@ def test_irq_enable_c1(platform: str) -> None:
 
 
 def test_read_before_cmpxchg_saves_transfers_and_cycles() -> None:
-    from engine.scenarios import M_BUSY_OTHER, M_BUSY_SAME, M_LT_SENDER
+    from engine.scenarios.framework import M_BUSY_OTHER, M_BUSY_SAME, M_LT_SENDER
 
     name = "rfc-review-read-before-cmpxchg"
     res = _results(name)

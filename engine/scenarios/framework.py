@@ -1,0 +1,320 @@
+"""The scenario framework: roles (configs), metrics read from results, and checks with their kinds.
+
+Pure data and arithmetic, no I/O. Results are read as JSON dicts (`SimResult.model_dump(mode=
+"json")`, or the stored bytes parsed), so the same code serves the engine tests and the service.
+Paths into a result name list items by their `name` field: `("states", "C1", "intr_latency_mean_ns")`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.config import SimConfig
+from engine.result import SimResult
+
+ResultLike = Mapping[str, Any] | SimResult
+Path = tuple[str | int, ...]
+
+
+# --------------------------------------------------------------------------------- reading results
+
+
+def as_dict(result: ResultLike) -> Mapping[str, Any]:
+    """A result as a JSON-shaped mapping (SimResult models are dumped)."""
+    if isinstance(result, SimResult):
+        return result.model_dump(mode="json")
+    return result
+
+
+def read_path(result: Mapping[str, Any], path: Path) -> Any:
+    """Follow `path` into a result; a string step into a list picks the item with that `name`.
+
+    Returns None where the path ends early (a missing key, an absent state, a None on the way).
+    """
+    obj: Any = result
+    for step in path:
+        if obj is None:
+            return None
+        if isinstance(obj, Mapping):
+            obj = obj.get(step)
+        elif isinstance(obj, list):
+            if isinstance(step, int):
+                obj = obj[step] if -len(obj) <= step < len(obj) else None
+            else:
+                obj = next((x for x in obj if isinstance(x, Mapping) and x.get("name") == step), None)
+        else:
+            return None
+    return obj
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number read from a result: a path into it, or a function of the whole result."""
+
+    key: str
+    label: str
+    unit: str
+    path: Path = ()
+    fn: Callable[[Mapping[str, Any]], float | None] | None = None
+    digits: int = 0
+
+    def read(self, result: ResultLike) -> float | None:
+        data = as_dict(result)
+        value = self.fn(data) if self.fn is not None else read_path(data, self.path)
+        if value is None:
+            return None
+        value = float(value)
+        return None if math.isnan(value) else value
+
+
+def _share_sent(data: Mapping[str, Any]) -> float | None:
+    ipi = data["ipi"]
+    first = ipi["requested"] - ipi["coalesced"]
+    return ipi["ipis_sent"] / first * 100 if first else None
+
+
+# The metrics scenarios use, defined once so labels and units agree across pages.
+M_IDLE_SAME = Metric(
+    "ipi_idle_same_cycles",
+    "Sender cycles, idle target, same socket",
+    "cycles",
+    ("ipi", "same_socket", "idle_target_mean_cycles"),
+)
+M_IDLE_OTHER = Metric(
+    "ipi_idle_other_cycles",
+    "Sender cycles, idle target, other socket",
+    "cycles",
+    ("ipi", "other_socket", "idle_target_mean_cycles"),
+)
+M_BUSY_SAME = Metric(
+    "ipi_busy_same_cycles",
+    "Sender cycles, running target, same socket",
+    "cycles",
+    ("ipi", "same_socket", "busy_target_mean_cycles"),
+)
+M_BUSY_OTHER = Metric(
+    "ipi_busy_other_cycles",
+    "Sender cycles, running target, other socket",
+    "cycles",
+    ("ipi", "other_socket", "busy_target_mean_cycles"),
+)
+M_MEAN_SAME = Metric(
+    "ipi_mean_same_cycles",
+    "Sender cycles, all calls, same socket",
+    "cycles",
+    ("ipi", "same_socket", "mean_cycles"),
+)
+M_MEAN_OTHER = Metric(
+    "ipi_mean_other_cycles",
+    "Sender cycles, all calls, other socket",
+    "cycles",
+    ("ipi", "other_socket", "mean_cycles"),
+)
+M_LT_SENDER = Metric(
+    "line_transfers_sender", "Cache-line transfers by senders", "transfers", ("ipi", "line_transfers_sender")
+)
+M_LT_TARGET = Metric(
+    "line_transfers_target", "Cache-line transfers by targets", "transfers", ("ipi", "line_transfers_target")
+)
+M_REQUESTED = Metric("ipi_requested", "smp_call_function_single() calls", "calls", ("ipi", "requested"))
+M_IPIS_SENT = Metric("ipis_sent", "IPIs sent", "IPIs", ("ipi", "ipis_sent"))
+M_IPIS_AVOIDED = Metric(
+    "ipis_avoided", "IPIs avoided (woken through the monitored line)", "calls", ("ipi", "ipis_avoided")
+)
+M_SHARE_SENT = Metric(
+    "ipi_share_sent", "Calls that sent an IPI (coalesced calls excluded)", "%", fn=_share_sent, digits=1
+)
+M_STUCK = Metric(
+    "stuck_wakeups", "Targets stuck between WAKING and WOKENUP", "wake-ups", ("ipi", "stuck_wakeups")
+)
+M_STUCK_MEAN = Metric("stuck_mean_ns", "Mean time stuck", "ns", ("ipi", "stuck_mean_ns"))
+M_IPI_LAT_MEAN = Metric(
+    "ipi_latency_mean", "Call latency (call to function running), mean", "ns", ("latency", "ipi", "mean_ns")
+)
+M_IPI_LAT_P99 = Metric("ipi_latency_p99", "Call latency, p99", "ns", ("latency", "ipi", "p99_ns"))
+M_IPI_LAT_P999 = Metric("ipi_latency_p999", "Call latency, p99.9", "ns", ("latency", "ipi", "p999_ns"))
+M_IPI_LAT_MAX = Metric("ipi_latency_max", "Call latency, max", "ns", ("latency", "ipi", "max_ns"))
+M_C1_INTR = Metric(
+    "c1_intr_latency_mean", "C1 IntrLatency, mean (wult)", "ns", ("states", "C1", "intr_latency_mean_ns")
+)
+M_C1_WAKE = Metric(
+    "c1_wake_latency_mean", "C1 WakeLatency, mean (wult)", "ns", ("states", "C1", "wake_latency_mean_ns")
+)
+M_TIMER_MEAN = Metric("timer_latency_mean", "cyclictest latency, mean", "ns", ("latency", "timer", "mean_ns"))
+M_TIMER_P99 = Metric("timer_latency_p99", "cyclictest latency, p99", "ns", ("latency", "timer", "p99_ns"))
+M_C1_RESIDENCY = Metric(
+    "c1_residency",
+    "C1 residency",
+    "%",
+    fn=lambda d: _pct(read_path(d, ("states", "C1", "residency"))),
+    digits=3,
+)
+M_BUSY = Metric("busy_share", "Busy (C0) share", "%", fn=lambda d: _pct(d.get("busy_share")), digits=2)
+
+
+def _pct(x: Any) -> float | None:
+    return None if x is None else float(x) * 100
+
+
+# ------------------------------------------------------------------------------------------ checks
+
+CheckMode = Literal["value", "change_pct", "diff"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A claim about the runs: a value of one role, or the change from `baseline` to `role`.
+
+    `mode`: "value" (the metric of `role`), "change_pct" (`role` relative to `baseline`, in %),
+    "diff" (`role` minus `baseline`, in the metric's unit, or percentage points for shares).
+    `accept` is the closed interval the simulated figure must lie in (None: unbounded).
+    """
+
+    id: str
+    source: str
+    metric: str
+    metric_ref: Metric
+    mode: CheckMode
+    role: str
+    accept: tuple[float | None, float | None]
+    tolerance: str
+    published_text: str
+    published_value: float | list[float] | None = None
+    kind: Literal["calibrated", "predicted"] = "predicted"
+    baseline: str | None = None
+    published: bool = False
+    note: str = ""
+
+    @property
+    def unit(self) -> str:
+        if self.mode == "change_pct":
+            return "%"
+        if self.mode == "diff" and self.metric_ref.unit == "%":
+            return "pp"
+        return self.metric_ref.unit
+
+    def roles(self) -> list[str]:
+        return [r for r in (self.baseline, self.role) if r is not None]
+
+    def simulate_value(self, results: Mapping[str, ResultLike]) -> float | None:
+        """The simulated figure this check compares with the published one."""
+        value = self.metric_ref.read(results[self.role])
+        if self.mode == "value" or value is None:
+            return value
+        assert self.baseline is not None
+        base = self.metric_ref.read(results[self.baseline])
+        if base is None:
+            return None
+        if self.mode == "diff":
+            return value - base
+        return (value / base - 1.0) * 100.0 if base else None
+
+    def accepts(self, value: float | None) -> bool:
+        if value is None:
+            return False
+        lo, hi = self.accept
+        return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    check: Check
+    simulated: float | None
+    ok: bool
+    baseline_value: float | None
+    role_value: float | None
+
+
+def evaluate(scenario: Scenario, results: Mapping[str, ResultLike]) -> list[Outcome]:
+    """Every check of `scenario` on results by role (roles missing from `results` are skipped)."""
+    out = []
+    data = {role: as_dict(r) for role, r in results.items()}
+    for check in scenario.checks:
+        if any(r not in data for r in check.roles()):
+            continue
+        sim = check.simulate_value(data)
+        out.append(
+            Outcome(
+                check=check,
+                simulated=sim,
+                ok=check.accepts(sim),
+                baseline_value=check.metric_ref.read(data[check.baseline]) if check.baseline else None,
+                role_value=check.metric_ref.read(data[check.role]),
+            )
+        )
+    return out
+
+
+def _within_pct(published: float, pct: float) -> tuple[float, float]:
+    return (round(published * (1 - pct / 100), 6), round(published * (1 + pct / 100), 6))
+
+
+# -------------------------------------------------------------------------------------- scenarios
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    label: str
+    config: Mapping[str, Any]
+
+    def sim_config(self) -> SimConfig:
+        return SimConfig.model_validate(self.config)
+
+
+@dataclass(frozen=True)
+class KeyTable:
+    """A table of one metric per cell: `cells[row][col]` is the role whose value goes there."""
+
+    title: str
+    metric_by_col: tuple[Metric, ...]
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str | None, ...]], ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    description: str
+    source: str
+    roles: tuple[Role, ...]
+    metrics: tuple[Metric, ...]
+    checks: tuple[Check, ...]
+    key_table: KeyTable | None = None
+    charts: tuple[str, ...] = ("residency", "latency_cdf", "ipi_cycles")
+    details: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def configs(self) -> list[tuple[str, SimConfig]]:
+        """(role, validated SimConfig) for every role, in display order (fresh objects each call)."""
+        return [(r.name, r.sim_config()) for r in self.roles]
+
+    def role(self, name: str) -> Role:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def role_names(self) -> list[str]:
+        return [r.name for r in self.roles]
+
+    def published_checks(self) -> list[Check]:
+        return [c for c in self.checks if c.published]
+
+
+def _merge(base: Mapping[str, Any], **over: Any) -> dict[str, Any]:
+    """A deep copy of `base` with nested dict overrides merged in."""
+    out: dict[str, Any] = {}
+    for k, v in base.items():
+        out[k] = _merge(v) if isinstance(v, Mapping) else (list(v) if isinstance(v, list) else v)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(out[k], **v)
+        else:
+            out[k] = v
+    return out
