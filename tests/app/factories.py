@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-SMALL_TOPOLOGY = {"sockets": 1, "cores_per_socket": 4}
+SMALL_TOPOLOGY = {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}
 POLL_TIMEOUT_S = 120.0
 
 

@@ -12,8 +12,8 @@ from app import charts
 from app.routes.pages import annotate_metrics, better_direction, json_script, result_csv
 from engine import SimConfig, load_platform, simulate
 
-SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4}}
-TWO_SOCKETS = {"duration_ms": 50, "topology": {"sockets": 2, "cores_per_socket": 2}}
+SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}}
+TWO_SOCKETS = {"duration_ms": 50, "topology": {"sockets": 2, "cores_per_socket": 2, "threads_per_core": 1}}
 SVG_TRACE_TYPES = {"bar", "scatter", "heatmap"}
 
 

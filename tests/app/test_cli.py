@@ -58,7 +58,8 @@ def test_errors_are_one_line(tmp_path: Path, args: list[str], files: dict[str, s
 
 
 def test_run_prints_a_summary_writes_json_and_saves(tmp_path: Path) -> None:
-    (tmp_path / "cfg.json").write_text(json.dumps({"topology": {"sockets": 1, "cores_per_socket": 4}}))
+    topology = {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}
+    (tmp_path / "cfg.json").write_text(json.dumps({"topology": topology}))
     proc = idlelab(
         "run",
         "cfg.json",

@@ -36,7 +36,7 @@ def locs(body: Any) -> list[list[Any]]:
         ({"topology": {"sockets": 0}}, ["body", "config", "topology", "sockets"]),
         ({"topology": {"sockets": 8, "cores_per_socket": 256}}, ["body", "config", "topology"]),
         (
-            {"duration_ms": 60000, "topology": {"sockets": 8, "cores_per_socket": 64}},
+            {"duration_ms": 60000, "topology": {"sockets": 8, "cores_per_socket": 64, "threads_per_core": 1}},
             ["body", "config", "duration_ms"],
         ),
         ({"wakeups": {"ipis": {"rate_hz": -5}}}, ["body", "config", "wakeups", "ipis", "rate_hz"]),

@@ -113,7 +113,8 @@ def test_progress_is_recorded_while_running(server_factory: Any) -> None:
     server = server_factory().start()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
         # ~1 s of work for the engine: long enough to be seen running, many times over.
-        config = {"duration_ms": 60000, "topology": {"sockets": 2, "cores_per_socket": 48}}
+        topology = {"sockets": 2, "cores_per_socket": 48, "threads_per_core": 1}
+        config = {"duration_ms": 60000, "topology": topology}
         run = submit(client, config, title="progress")
         seen: set[float] = set()
         deadline = time.monotonic() + POLL_TIMEOUT_S

@@ -24,7 +24,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
-SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4}}
+SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}}
 WAIT_S = 120.0
 
 
