@@ -160,6 +160,7 @@ class CostsConfig(_Model):
     entry_housekeeping_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
     irq_direct_saving_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
     sched_switch_ns: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+    spec_ctrl_write_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
 
 
 class PowerConfig(_Model):

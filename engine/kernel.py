@@ -167,6 +167,7 @@ class Table(NamedTuple):
     irq_on: np.ndarray  # entered with interrupts enabled (CPUIDLE_FLAG_IRQ_ENABLE, or POLL)
     direct_saving: np.ndarray  # what taking the interrupt in the state saves the woken task
     entry_ns: np.ndarray  # from the start of the state to the wait itself
+    exit_extra_ns: np.ndarray  # after the wait, before the state returns (SPEC_CTRL restore)
     # Exit latency distributions by row: row s is state s as the table describes it (package in
     # its deepest state where the figure includes it), row S + s the same state reached by the
     # core alone (its package shallower: SKX C6 92 us, not 133).
@@ -776,7 +777,7 @@ def run_until(
                 continue
             x = 0
             if not poll and t >= mw:
-                x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t))
+                x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
                 ssum[S_EXIT_SUM, s] += x
                 ssum[S_EXIT_N, s] += 1
             _hw_leave(cs, hw, threads, c, t)

@@ -188,6 +188,13 @@ class CostModel(_Model):
     entry_housekeeping_ns: Param
     irq_direct_saving_ns: Param
     sched_switch_ns: Param
+    spec_ctrl_write_ns: Param = Field(
+        default_factory=lambda: estimate(
+            150.0,
+            "WRMSR to SPEC_CTRL, which intel_idle_ibrs() does before MWAIT and after it when SMT is "
+            "active (CPUIDLE_FLAG_IBRS states, bf5835bcdb96); a serialising MSR write, a few hundred cycles",
+        )
+    )
 
 
 class Platform(_Model):

@@ -110,6 +110,11 @@ class _Prepared:
         self.res_ns = np.array([int(round(s.target_residency_us * 1000)) for s in states], dtype=np.int64)
         self.exit_ns = np.array([int(round(s.exit_latency_us * 1000)) for s in states], dtype=np.int64)
         self.entry_ns = np.array([int(s.entry_cost_ns.value) for s in states], dtype=np.int64)
+        # intel_idle_ibrs() clears SPEC_CTRL before MWAIT and restores it after, only with SMT on.
+        ibrs = np.array([threads == 2 and "CPUIDLE_FLAG_IBRS" in s.flags for s in states])
+        spec_ctrl_ns = int(_cost(config, table, "spec_ctrl_write_ns"))
+        self.exit_extra_ns = np.where(ibrs, spec_ctrl_ns, 0).astype(np.int64)
+        self.entry_ns += self.exit_extra_ns
         # Exit rows: the table's figures, then each state reached by the core alone (K.Table).
         rows = [(s.exit_latency_us, s.median_exit_us()) for s in states]
         rows += [(s.core_exit_us().value, s.core_median_exit_us()) for s in states]
@@ -255,7 +260,7 @@ class _Prepared:
         lognormal_table(self.median_ns, self.sigma, exit_quantiles)
         self.tab = K.Table(
             self.res_ns, self.exit_ns, self.enabled, self.irq_on, self.direct_saving, self.entry_ns,
-            self.median_ns, self.sigma, exit_quantiles,
+            self.exit_extra_ns, self.median_ns, self.sigma, exit_quantiles,
         )
         self.arr = K.Arrivals(
             self.tm_next, self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t,
@@ -461,11 +466,23 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
         if s.entry_cost_ns.kind == "estimate" and s.entry_cost_ns.value:
             entry = s.entry_cost_ns
             out.append(f"{s.name} entry cost = {entry.value:g} ns (estimate: {entry.source})")
+        if s.core_exit_latency_us is not None:
+            core, core_med = s.core_exit_us(), s.core_median_exit_us()
+            out.append(
+                f"{s.name} exit with only the core in it = {core.value:g} us worst case ({core.kind}: "
+                f"{core.source}), median {core_med.value:g} us ({core_med.kind})"
+            )
+    if table.package is not None:
+        for p in table.package.states:
+            out.append(f"{p.name} entry = {p.entry_ns.value:g} ns ({p.entry_ns.kind}: {p.entry_ns.source})")
+        out.append(
+            "core power per core C-state and uncore power per package C-state are estimates: PkgWatt "
+            "is indicative only"
+        )
     out.append(
         "sender cycles are TSC cycles at the nominal clock (tsc_mhz): the 2012 RFC does not say how it "
         "counted cycles, and rdtsc at the nominal clock is the likely reading"
     )
-    out.append("per-state power figures are estimates (energy is indicative only)")
     w = config.wakeups
     out.append(
         f"handler and work times are run inputs: tick {w.tick.handler_us:g} us, device interrupt "
