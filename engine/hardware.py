@@ -115,7 +115,8 @@ def hardware_result(
 
     # Package shares: the allowed states nest (Platform.validate_package), so state j holds for
     # its own condition's time less the next deeper state's.
-    pkg_names = table.package_states()[: len(hw.pk_level) + 1]
+    # Every package state the platform has, as turbostat prints them: those past the limit read 0.
+    pkg_names = table.package_states()
     group_of_socket = np.array(
         [[hw.pk_group[j, s * cores] for s in range(sockets)] for j in range(len(hw.pk_level))], dtype=np.int64
     ).reshape(len(hw.pk_level), sockets)
@@ -125,7 +126,8 @@ def hardware_result(
     ).reshape(sockets, len(hw.pk_level))
     deeper = np.concatenate([cond[:, 1:], np.zeros((sockets, 1))], axis=1)
     pc0 = t_end - (cond[:, 0] if cond.shape[1] else np.zeros(sockets))
-    pkg_exact = np.column_stack([pc0, np.maximum(cond - deeper, 0.0)])
+    past_limit = np.zeros((sockets, len(pkg_names) - 1 - cond.shape[1]))
+    pkg_exact = np.column_stack([pc0, np.maximum(cond - deeper, 0.0), past_limit])
     per_pkg = pkg_exact / t_end
 
     # Power: a core by its level, an uncore by its package state.
@@ -139,8 +141,7 @@ def hardware_result(
         level_state[k] = first.name
     pkg = table.package
     uncore_w = np.array(
-        [pkg.pc0_uncore_watts.value if pkg else 0.0]
-        + [p.uncore_watts.value for p in (pkg.states if pkg else [])][: len(pkg_names) - 1]
+        [pkg.pc0_uncore_watts.value, *(p.uncore_watts.value for p in pkg.states)] if pkg else [0.0]
     )
     for i, name in enumerate(pkg_names):
         if name in config.power.uncore_watts:

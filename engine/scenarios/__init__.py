@@ -25,10 +25,11 @@ hardware beneath the OS view); the framework is in `framework`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from engine.scenarios import irq_enable_2021, mwait_rfc_2012
+from engine.scenarios import irq_enable_2021, mwait_rfc_2012, package_cstates
 from engine.scenarios.framework import (
     Check,
     KeyTable,
@@ -44,7 +45,7 @@ from engine.scenarios.framework import (
 
 
 def _build() -> dict[str, Scenario]:
-    items = [*irq_enable_2021.scenarios(), *mwait_rfc_2012.scenarios()]
+    items = [*irq_enable_2021.scenarios(), *mwait_rfc_2012.scenarios(), *package_cstates.scenarios()]
     return {s.name: s for s in items}
 
 
@@ -93,6 +94,7 @@ def check_summary(check: Check) -> dict[str, Any]:
         "accept": list(check.accept),
         "tolerance": check.tolerance,
         "kind": check.kind,
+        "sensitivity": [dataclasses.asdict(s) for s in check.sensitivity],
         "source_figure": check.published,
     }
 

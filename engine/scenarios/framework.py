@@ -162,11 +162,28 @@ def _pct(x: Any) -> float | None:
 # ------------------------------------------------------------------------------------------ checks
 
 CheckMode = Literal["value", "change_pct", "diff"]
+CheckKind = Literal["calibrated", "predicted", "consistency"]
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Over which range of one labelled estimate a check still holds, the others as they are."""
+
+    estimate: str
+    value: float
+    unit: str
+    holds_from: float | None
+    holds_to: float | None
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Check:
     """A claim about the runs: a value of one role, or the change from `baseline` to `role`.
+
+    `kind`: `calibrated` (a parameter was fitted to it), `predicted` (nothing was fitted to it
+    and it does not follow from an estimate alone), or `consistency` (it holds for the labelled
+    estimates the model uses: `sensitivity` says over which range of each).
 
     `mode`: "value" (the metric of `role`), "change_pct" (`role` relative to `baseline`, in %),
     "diff" (`role` minus `baseline`, in the metric's unit, or percentage points for shares).
@@ -183,10 +200,11 @@ class Check:
     tolerance: str
     published_text: str
     published_value: float | list[float] | None = None
-    kind: Literal["calibrated", "predicted"] = "predicted"
+    kind: CheckKind = "predicted"
     baseline: str | None = None
     published: bool = False
     note: str = ""
+    sensitivity: tuple[Sensitivity, ...] = ()
 
     @property
     def unit(self) -> str:
