@@ -140,6 +140,16 @@ class WultMeasurement:
             m &= self.reached_index == self.reached_names.index(reached)
         return m
 
+    def wake_latency(self, req_cstate: str, reached: str | None = None) -> np.ndarray:
+        """WakeLatency samples (ns) of a class, as wult plots them."""
+        return self.wake_latency_ns[self.mask(req_cstate, reached)]
+
+    def intr_latency(self, req_cstate: str, reached: str | None = None) -> np.ndarray | None:
+        """IntrLatency samples (ns) of a class; None when the result has no IntrLatency column."""
+        if self.intr_latency_ns is None:
+            return None
+        return self.intr_latency_ns[self.mask(req_cstate, reached)]
+
     def exit_latency_ns(self, req_cstate: str, reached: str | None = None) -> tuple[np.ndarray, str]:
         """Samples of the hardware exit (plus what cannot be separated from it), and what they are.
 

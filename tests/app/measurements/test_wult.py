@@ -20,6 +20,7 @@ from app.measurements.wult import (
     parse_wult_archive,
     parse_wult_files,
 )
+from engine.calibrate import estimate_h_plus_e
 
 # The columns of a wult 1.3 result on a Xeon with CC1, CC6, PC2 and PC6 counters.
 COLUMNS = "WakeLatency,SilentTime,IntrLatency,IntrOff,LDist,ReqCState,CC0%,CC1Derived%,CC1%,CC6%,PC2%,PC6%"
@@ -118,6 +119,17 @@ def test_exit_latency_branches_on_intr_off() -> None:
     assert m.mask("C6", "nowhere").sum() == 0
     with pytest.raises(KeyError, match="C3"):
         m.mask("C3")
+
+
+def test_per_class_samples_and_h_plus_e() -> None:
+    m = parse_wult(csv(*ROWS), INFO.encode())
+    assert m.wake_latency("C6").tolist() == [100_500, 60_250, 3_000]
+    intr = m.intr_latency("C6", "CC1")
+    assert intr is not None and intr.tolist() == [5_500]
+    assert m.intr_off is not None and m.intr_latency_ns is not None
+    # The three IntrOff=1 rows (all C6) each took 2.5 us from after_idle() to the handler.
+    est = estimate_h_plus_e(m.wake_latency_ns, m.intr_latency_ns, m.intr_off)
+    assert est.count == 3 and est.median_ns == pytest.approx(2_500)
 
 
 def test_format_1_0_is_integer_nanoseconds_and_old_names_are_accepted() -> None:
