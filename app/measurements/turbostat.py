@@ -268,7 +268,7 @@ def _row(cells: list[str], columns: list[str], name: str, n: int) -> TurbostatRo
         if col in _IDENTITY:
             if v == "-":
                 ids[col] = None
-            elif v.isdigit():
+            elif re.fullmatch(r"[0-9]{1,9}", v):
                 ids[col] = int(v)
             else:
                 raise TurbostatError(name, n, i + 1, f"expected a number or '-', got {cell!r}", col)

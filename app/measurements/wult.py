@@ -43,7 +43,7 @@ _TIME_COLUMNS = {
     "WarmupDelay", "LatchDelay",
 }  # fmt: skip
 _COUNT_COLUMNS = {"SMICnt", "NMICnt", "SWIRQCnt"}
-_RESIDENCY = re.compile(r"^(CC|MC|PC)(\d+)%$")
+_RESIDENCY = re.compile(r"^(CC|MC|PC)(\d{1,3})%$")
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,32}$")
 _INFO_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)\s*:(?:\s+(.*?))?\s*$")
 
@@ -502,7 +502,7 @@ def _cell(cell: str, kind: CellKind, name: str, line: int, col: int, colname: st
             return 0.0
         raise WultError(name, line, col, f"expected 0 or 1, got {cell!r}", colname)
     if kind == "count":
-        if not v.isdigit():
+        if not re.fullmatch(r"[0-9]{1,12}", v):
             raise WultError(name, line, col, f"expected a count, got {cell!r}", colname)
         return float(v)
     try:

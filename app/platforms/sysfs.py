@@ -54,11 +54,12 @@ _TOPOLOGY_LIST_FIELDS = ("thread_siblings_list", "core_cpus_list", "core_sibling
 _GLOBAL_FIELDS = ("available_governors", "current_driver", "current_governor", "current_governor_ro")
 _CPUINFO_KEYS = {"vendor_id", "cpu family", "model", "model name"}
 
-_CPU_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d+)/(cpuidle|topology)/(.+)$")
+# Digit runs are bounded so that a hostile line cannot ask int() for a million-digit number.
+_CPU_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/(cpuidle|topology)/(.+)$")
 _GLOBAL_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpuidle/([^/]+)$")
-_STATE_PATH = re.compile(r"^state(\d+)/(.+)$")
+_STATE_PATH = re.compile(r"^state(\d{1,6})/(.+)$")
 _MWAIT = re.compile(r"MWAIT\s+(0x[0-9a-fA-F]+)")
-_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_CPU_LIST = re.compile(r"^\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*$")
 
 
 class DumpError(ValueError):
@@ -186,8 +187,11 @@ def _cpu_list(value: str, line: int, what: str) -> list[int]:
     v = value.strip()
     if not _CPU_LIST.match(v):
         raise DumpError(line, f"{what}: expected a CPU list such as '0-39,160-199', got {value!r}")
+    parts = v.split(",")
+    if len(parts) > MAX_CPUS:  # each part may span thousands of CPUs: bound the work, not just the length
+        raise DumpError(line, f"{what}: {len(parts)} ranges, more than {MAX_CPUS}")
     out: list[int] = []
-    for part in v.split(","):
+    for part in parts:
         lo_s, _, hi_s = part.partition("-")
         lo, hi = int(lo_s), int(hi_s or lo_s)
         if hi < lo or hi > MAX_CPU_NUMBER:
@@ -786,6 +790,8 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
     State flags are not in sysfs: they come from the base's state of the same name (listed in the
     notes); a state the driver leaves disabled by default gets CPUIDLE_FLAG_OFF.
     """
+    if not 1 <= len(name) <= 64:
+        raise ValueError(f"name: 1 to 64 characters, got {len(name)}")
     match = match_builtin(dump)
     base_name = based_on or match.builtin
     if base_name not in BUILTIN_PLATFORMS:

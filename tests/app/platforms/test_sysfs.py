@@ -281,6 +281,19 @@ def test_bad_values() -> None:
     )
 
 
+def test_hostile_numbers_are_refused_without_building_them() -> None:
+    text = skx96()
+    expect_error(
+        text + "/sys/devices/system/cpu/cpu" + "9" * 5000 + "/cpuidle/state0/name:X\n", text.count("\n") + 1
+    )
+    path = "/sys/devices/system/cpu/cpu2/topology/thread_siblings_list:"
+    huge = ",".join(["0-8191"] * 100_000)
+    expect_error(replace_line(text, path, path + huge), line_of(text, path), "ranges")
+    expect_error(replace_line(text, path, path + "0-9999"), line_of(text, path), "bad CPU range")
+    path = "/sys/devices/system/cpu/cpu2/cpuidle/state1/usage:"
+    expect_error(replace_line(text, path, path + "9" * 30), line_of(text, path), "integer")
+
+
 def test_too_many_cpus_is_named_at_the_first_cpu_over() -> None:
     text = "".join(f"/sys/devices/system/cpu/cpu{c}/cpuidle/state0/name:POLL\n" for c in range(MAX_CPUS + 1))
     expect_error(text, MAX_CPUS + 1, "too many CPUs", "cpu512")
