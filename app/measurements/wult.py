@@ -15,10 +15,12 @@ raises `WultError(file, line, column, reason)` and nothing is returned.
 from __future__ import annotations
 
 import io
+import lzma
 import math
 import re
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -45,6 +47,12 @@ _TIME_COLUMNS = {
 _COUNT_COLUMNS = {"SMICnt", "NMICnt", "SWIRQCnt"}
 _RESIDENCY = re.compile(r"^(CC|MC|PC)(\d{1,3})%$")
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,32}$")
+# What a damaged archive can raise while it is listed or unpacked (zipfile lets zlib's and lzma's
+# errors through, NotImplementedError for unknown methods, RuntimeError for encrypted members).
+_ARCHIVE_ERRORS = (
+    OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError,
+    zlib.error, lzma.LZMAError,
+)  # fmt: skip
 _INFO_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)\s*:(?:\s+(.*?))?\s*$")
 
 
@@ -142,13 +150,15 @@ class WultMeasurement:
 
     def wake_latency(self, req_cstate: str, reached: str | None = None) -> np.ndarray:
         """WakeLatency samples (ns) of a class, as wult plots them."""
-        return self.wake_latency_ns[self.mask(req_cstate, reached)]
+        out: np.ndarray = self.wake_latency_ns[self.mask(req_cstate, reached)]
+        return out
 
     def intr_latency(self, req_cstate: str, reached: str | None = None) -> np.ndarray | None:
         """IntrLatency samples (ns) of a class; None when the result has no IntrLatency column."""
         if self.intr_latency_ns is None:
             return None
-        return self.intr_latency_ns[self.mask(req_cstate, reached)]
+        out: np.ndarray = self.intr_latency_ns[self.mask(req_cstate, reached)]
+        return out
 
     def exit_latency_ns(self, req_cstate: str, reached: str | None = None) -> tuple[np.ndarray, str]:
         """Samples of the hardware exit (plus what cannot be separated from it), and what they are.
@@ -246,13 +256,13 @@ def _archive_members(data: bytes, name: str) -> dict[str, tuple[int, Opener]]:
         try:
             zf = zipfile.ZipFile(io.BytesIO(data))
             infos = [i for i in zf.infolist() if not i.is_dir()]
-        except (zipfile.BadZipFile, OSError) as err:
+        except _ARCHIVE_ERRORS as err:
             raise WultError(name, None, None, f"a broken zip archive ({err})") from None
         return {i.filename: (i.file_size, partial(zf.open, i)) for i in infos}
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
         members = [m for m in tf.getmembers() if m.isfile()]
-    except (tarfile.TarError, OSError, EOFError) as err:
+    except _ARCHIVE_ERRORS as err:
         raise WultError(name, None, None, f"not a zip or tar archive ({err})") from None
 
     def opener(m: tarfile.TarInfo) -> IO[bytes]:
@@ -272,7 +282,7 @@ def _read_member(archive: str, member: str, entry: tuple[int, Opener], limit: in
     try:
         with open_() as f:
             out = f.read(limit + 1)
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as err:
+    except _ARCHIVE_ERRORS as err:
         raise WultError(where, None, None, f"cannot unpack ({err})") from None
     if len(out) > limit:
         raise WultError(where, None, None, f"more than the {limit:,} bytes allowed once unpacked")

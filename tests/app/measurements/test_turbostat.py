@@ -8,6 +8,8 @@ the numbers are chosen so the summaries can be checked by hand.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.measurements.turbostat import TurbostatError, parse_turbostat
 
@@ -206,3 +208,26 @@ def test_bad_cells_and_lines() -> None:
     assert (e.line, e.column) == (1, 2) and "repeated" in e.reason
     e = err(tsv("Busy%", "CPU") + tsv(2, "x1"))
     assert (e.line, e.column, e.column_name) == (2, 2, "CPU")
+
+
+# ----------------------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000))
+def test_any_bytes_give_a_result_or_a_turbostat_error(data: bytes) -> None:
+    try:
+        parse_turbostat(data)
+    except TurbostatError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=len(OUTPUT)), st.binary(max_size=20))
+def test_output_cut_or_spliced_anywhere_gives_a_result_or_a_turbostat_error(cut: int, junk: bytes) -> None:
+    data = OUTPUT.encode()
+    for d in (data[:cut], data[:cut] + junk + data[cut:]):
+        try:
+            parse_turbostat(d)
+        except TurbostatError as e:
+            assert e.line is None or e.line >= 1

@@ -7,11 +7,14 @@ two-decimal percentages); the numbers are made up so that each expectation can b
 from __future__ import annotations
 
 import io
+import random
 import tarfile
 import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.measurements.wult import (
     P9999_SAMPLES,
@@ -237,6 +240,23 @@ def test_archive_errors() -> None:
     expect(e.value, "r.tgz:r/datapoints.csv", 7, 3, "short line")
 
 
+@pytest.mark.parametrize("fmt", ["zip", "w:gz", "w:xz", "w:bz2"])
+def test_damaged_archives_give_a_wult_error(fmt: str) -> None:
+    data = zip_of(RESULT) if fmt == "zip" else tar_of(RESULT, fmt)
+    rng = random.Random(fmt)  # a fixed set of damages per format
+    for trial in range(300):
+        b = bytearray(data)
+        if trial % 3 == 0:
+            b = b[: rng.randrange(len(b))]  # cut short
+        else:
+            for _ in range(rng.randint(1, 4)):  # bytes flipped, in the headers or the compressed data
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        try:
+            parse_wult_archive(bytes(b), "damaged")
+        except WultError:
+            pass
+
+
 # ----------------------------------------------------------------------------------------- bad files
 
 
@@ -298,3 +318,31 @@ def test_info_yml_problems() -> None:
     expect(error(csv(*ROWS), b"format_version: '1.3'\nthis is not yaml\n"), "info.yml", 2, 1, "key: value")
     expect(error(csv(*ROWS), b"format_version: '1.3'\ncpu: three\n"), "info.yml", 2, 6, "integer")
     expect(error(csv(*ROWS), b"format_version: '1.3'\nformat_version: '1.2'\n"), "info.yml", 2, 1, "repeated")
+
+
+# ----------------------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000), st.binary(max_size=300))
+def test_any_bytes_give_a_measurement_or_a_wult_error(datapoints: bytes, info: bytes) -> None:
+    for d, i in ((datapoints, info), (datapoints, INFO.encode()), (csv(*ROWS), info)):
+        try:
+            parse_wult(d, i)
+        except WultError:
+            pass
+    try:
+        parse_wult_archive(datapoints, "upload")
+    except WultError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=len(csv(*ROWS))), st.binary(max_size=20))
+def test_a_result_cut_or_spliced_anywhere_gives_a_measurement_or_a_wult_error(cut: int, junk: bytes) -> None:
+    data = csv(*ROWS)
+    for d in (data[:cut], data[:cut] + junk + data[cut:]):
+        try:
+            parse_wult(d, INFO.encode())
+        except WultError as e:
+            assert e.line is None or e.line >= 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.platforms.sysfs import (
     MAX_CPUS,
@@ -340,3 +342,31 @@ def test_a_table_without_poll_gets_it_in_front() -> None:
     dump = parse_dump(grep_text(machine_files(acpi, 2)))
     assert [s.mwait_hint for s in dump.states] == ["0x00", "0x21"]
     assert build_platform(dump, "acpi").state_names() == ["POLL", "C1_ACPI", "C2_ACPI"]
+
+
+# ----------------------------------------------------------------------------------------- properties
+
+SMALL = grep_text(machine_files(SKX, 2, layout=lambda c: (0, 0, "0-1")), HEADER)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000))
+def test_any_bytes_give_a_dump_or_a_dump_error(data: bytes) -> None:
+    try:
+        parse_dump(data)
+    except DumpError as err:
+        assert err.line is None or err.line >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=len(SMALL)), st.binary(max_size=40))
+def test_a_dump_cut_anywhere_or_spliced_gives_a_dump_or_a_dump_error(cut: int, junk: bytes) -> None:
+    data = SMALL.encode()
+    try:
+        parse_dump(data[:cut] + junk + data[cut:])
+    except DumpError as err:
+        assert err.line is None or 1 <= err.line <= SMALL.count("\n") + junk.count(b"\n") + 1
+    try:
+        parse_dump(data[:cut])
+    except DumpError:
+        pass
