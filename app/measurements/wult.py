@@ -115,6 +115,17 @@ class WultClass:
 
 
 @dataclass(frozen=True)
+class WultConditions:
+    """What a simulation needs to reproduce a wult run, as far as the result says it."""
+
+    cpu: int | None
+    delivery: str
+    requested: dict[str, int]  # datapoints per requested state, shallow to deep
+    intr_off: dict[str, bool | None]  # per requested state; None: mixed or unknown
+    ldist_us: tuple[float, float, float] | None  # min, median, max launch distance
+
+
+@dataclass(frozen=True)
 class WultMeasurement:
     """A wult result: per-wake-up arrays (ns), the classes they fall in, and notes on what is missing."""
 
@@ -184,6 +195,21 @@ class WultMeasurement:
             parts.append(self.intr_latency_ns[on])
             what.append("IntrLatency of IntrOff=0 rows (exit + interrupt entry)")
         return np.concatenate(parts), " and ".join(what) or "no rows"
+
+    def conditions(self) -> WultConditions:
+        """The measured CPU, delivery, requested states and launch distances, for "simulate this"."""
+        any_class = {c.req_cstate: c for c in self.classes if c.reached == "any"}
+        ldist = None
+        if self.ldist_ns is not None and self.count:
+            lo, mid, hi = np.quantile(self.ldist_ns, [0.0, 0.5, 1.0]) / 1000.0
+            ldist = (float(lo), float(mid), float(hi))
+        return WultConditions(
+            cpu=self.info.cpu,
+            delivery=self.info.delivery,
+            requested={r: any_class[r].count for r in self.req_names},
+            intr_off={r: any_class[r].intr_off for r in self.req_names},
+            ldist_us=ldist,
+        )
 
     def ldist_range_ns(self, req_cstate: str | None = None) -> tuple[float, float] | None:
         """The launch distances used (for a simulation's wake-up interval); None without LDist."""

@@ -112,6 +112,14 @@ def test_units_classes_and_info() -> None:
     assert m.residency_pct["PC6%"].tolist() == [50.0, 0.0, 0.0, 0.0, 0.0]
 
 
+def test_conditions_for_simulate_this() -> None:
+    c = parse_wult(csv(*ROWS), INFO.encode()).conditions()
+    assert (c.cpu, c.delivery) == (3, "nic")
+    assert c.requested == {"POLL": 1, "C1": 1, "C6": 3}
+    assert c.intr_off == {"POLL": False, "C1": False, "C6": True}
+    assert c.ldist_us == (100.0, 1000.0, 2000.0)  # LDist 2000, 1500, 1000, 500, 100 us
+
+
 def test_exit_latency_branches_on_intr_off() -> None:
     m = parse_wult(csv(*ROWS), INFO.encode())
     c6, what = m.exit_latency_ns("C6", "CC6+PC6")
