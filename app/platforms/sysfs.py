@@ -765,13 +765,13 @@ def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = Non
             )
     scored = sorted((table_distance(dump, platforms[n]), n) for n in platforms)
     dist, best = scored[0]
-    return TableMatch(
-        builtin=best,
-        relation="closest",
-        distance=round(dist, 6),
-        message=f"no built-in table matches; the closest is {best!r} ({platforms[best].title}), "
-        f"distance {dist:.2f}",
+    tied = [n for d, n in scored if math.isclose(d, dist)]
+    message = (
+        f"no built-in table matches; the closest is {best!r} ({platforms[best].title}), distance {dist:.2f}"
     )
+    if len(tied) > 1:
+        message += f" (tied with {', '.join(repr(n) for n in tied[1:])}; the first by name is taken)"
+    return TableMatch(builtin=best, relation="closest", distance=round(dist, 6), message=message)
 
 
 # -------------------------------------------------------------------------------------- platforms
@@ -801,6 +801,7 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
     states: list[CState] = []
     lines: list[int] = []
     borrowed_flags: list[str] = []
+    renamed: list[str] = []  # sysfs names may hold blanks (haltpoll's "haltpoll idle"); engine names may not
     for s in dump.states:
         if s.latency_us is None or s.residency_us is None:
             missing = "latency" if s.latency_us is None else "residency"
@@ -813,8 +814,11 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
             borrowed_flags.append(f"{s.name}: {', '.join(flags)}")
         if s.default_status == "disabled" and "CPUIDLE_FLAG_OFF" not in flags:
             flags.append("CPUIDLE_FLAG_OFF")
+        engine_name = re.sub(r"[^A-Za-z0-9_\-]", "_", s.name)[:16]
+        if engine_name != s.name:
+            renamed.append(f"{s.name!r} -> {engine_name!r}")
         fields: dict[str, object] = {
-            "name": s.name,
+            "name": engine_name,
             "desc": s.desc or "",
             "mwait_hint": s.mwait_hint,
             "flags": flags,
@@ -865,6 +869,8 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
         f"Cost model, busy power, per-state power and entry costs borrowed from the built-in {base_name!r} "
         "platform (estimates for this machine).",
     ]
+    if renamed:
+        notes.append("State names made engine-safe: " + ", ".join(renamed) + ".")
     if borrowed_flags:
         notes.append(
             f"State flags (not in sysfs) borrowed from {base_name!r}: " + "; ".join(borrowed_flags) + "."

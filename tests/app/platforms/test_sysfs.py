@@ -330,11 +330,27 @@ def test_a_table_the_engine_refuses_names_the_state_line() -> None:
         build_platform(dump, "odd")
     assert info.value.line == line_of(text, "/sys/devices/system/cpu/cpu0/cpuidle/state3/")
     assert "exit latencies must not decrease" in info.value.reason
-    weird = [SKX[0], ("C1 deep", "MWAIT 0x00", 2, 2, 0)]
-    text = grep_text(machine_files(weird, 1))
+    # Two names that become the same engine name.
+    twins = [SKX[0], ("C1 x", "MWAIT 0x00", 2, 2, 0), ("C1/x", "MWAIT 0x01", 2, 2, 0)]
+    text = grep_text(machine_files(twins, 1))
     with pytest.raises(DumpError) as info:
         build_platform(parse_dump(text), "odd")
-    assert info.value.line == line_of(text, "/sys/devices/system/cpu/cpu0/cpuidle/state1/")
+    assert info.value.line == line_of(text, "/sys/devices/system/cpu/cpu0/cpuidle/state2/")
+    assert "duplicate state name 'C1_x'" in info.value.reason
+
+
+def test_a_guest_with_haltpoll() -> None:
+    # cpuidle-haltpoll registers "haltpoll idle": sysfs names may hold a blank, engine names may not.
+    guest = [SKX[0], ("haltpoll idle", "default architecture idle", 1, 1, 0)]
+    dump = parse_dump(grep_text(machine_files(guest, 2, driver="haltpoll", governor="haltpoll")))
+    assert dump.state_names() == ["POLL", "haltpoll idle"] and dump.driver == "haltpoll"
+    assert dump.states[1].mwait_hint is None
+    platform = build_platform(dump, "guest")
+    assert platform.state_names() == ["POLL", "haltpoll_idle"]
+    assert any("'haltpoll idle' -> 'haltpoll_idle'" in n for n in platform.notes)
+    # Nothing in common with any table: icx and skx are equally far (1 + 3 unmatched states, 2 each).
+    match = match_builtin(dump)
+    assert (match.builtin, match.distance) == ("icx", 8.0) and "tied with 'skx'" in match.message
 
 
 def test_a_table_without_poll_gets_it_in_front() -> None:
