@@ -32,10 +32,11 @@ DATAPOINTS = "datapoints.csv"
 INFO = "info.yml"
 # A p99.99 needs ~10^5 samples per class: the 10 largest of them lie beyond it (DESIGN 6).
 P9999_SAMPLES = 100_000
-MAX_DATAPOINTS = 2_000_000
+# Ten classes of 10^5 (say five requested states, two reached each).
+MAX_DATAPOINTS = 1_000_000
 # Uncompressed bounds on what an archive may unpack to (the request body itself is capped at
-# 8 MiB by the caller): a CSV row is ~130 bytes, so 2M rows fit.
-MAX_CSV_BYTES = 320 * 1024 * 1024
+# 8 MiB by the caller): a CSV row is ~130 bytes, so a million rows fit.
+MAX_CSV_BYTES = 160 * 1024 * 1024
 MAX_INFO_BYTES = 1024 * 1024
 
 # format_version -> ns per unit of the time columns.
@@ -406,10 +407,8 @@ def _scalar(value: str, name: str, line: int, col: int) -> str:
 
 def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement:
     text = _text(data, name)
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    header = [h.strip() for h in lines[0].rstrip("\r").split(",")]
+    header_text = text.split("\n", 1)[0].rstrip("\r")
+    header = [h.strip() for h in header_text.split(",")]
     # Format 1.2 wrote the derived CC1 column under two names (1.3 was made to end that).
     header = ["CC1Derived%" if h == "DerivedCC1%" else h for h in header]
     seen: dict[str, int] = {}
@@ -422,54 +421,28 @@ def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement
     for required in ("WakeLatency", "ReqCState"):
         if required not in seen:
             raise WultError(name, 1, None, f"no {required} column: not a wult C-state latency result")
-    if len(lines) < 2:
-        raise WultError(name, None, None, "no datapoints: the file has only its header")
-    if len(lines) - 1 > MAX_DATAPOINTS:
-        raise WultError(name, MAX_DATAPOINTS + 2, None, f"more than {MAX_DATAPOINTS:,} datapoints")
-
-    scale = _NS_PER_UNIT[info.format_version]
-    ncol = len(header)
+    starts, ends = _check_lines(data, name, header)
     kinds = [_kind(h) for h in header]
-    values: dict[str, list[float]] = {
-        h: [] for h, k in zip(header, kinds, strict=True) if k not in ("other", "state")
-    }
-    req_col: list[str] = []
-    for n in range(2, len(lines) + 1):
-        line = lines[n - 1].rstrip("\r")
-        if not line.strip():
-            raise WultError(name, n, None, "empty line")
-        cells = line.split(",")
-        if len(cells) < ncol:
-            raise WultError(
-                name,
-                n,
-                len(cells) + 1,
-                f"short line: {len(cells)} fields, the header has {ncol}",
-                header[len(cells)],
-            )
-        if len(cells) > ncol:
-            raise WultError(name, n, ncol + 1, f"long line: {len(cells)} fields, the header has {ncol}")
-        for i, (h, k) in enumerate(zip(header, kinds, strict=True)):
-            if k == "state":
-                req_col.append(_state_cell(cells[i], name, n, i + 1, h))
-            elif k != "other":
-                values[h].append(_cell(cells[i], k, name, n, i + 1, h))
+    table, state_names = _read_columns(data, text, name, header, kinds, starts, ends)
+    used = [i for i, k in enumerate(kinds) if k != "other"]
+    column = {header[i]: table[:, j] for j, i in enumerate(used)}
 
-    req_names = tuple(sorted(set(req_col), key=_state_sort_key))
-    codes = {s: i for i, s in enumerate(req_names)}
-    req_index = np.array([codes[v] for v in req_col], dtype=np.int16)
+    # ReqCState codes were handed out in order of appearance; renumber them shallow to deep.
+    req_names = tuple(sorted(state_names, key=_state_sort_key))
+    remap = np.array([req_names.index(s) for s in state_names], dtype=np.int16)
+    req_index = remap[column["ReqCState"].astype(np.int64)]
+    scale = _NS_PER_UNIT[info.format_version]
+    n_rows = int(table.shape[0])
 
     def times(col: str) -> np.ndarray | None:
-        return np.asarray(values[col], dtype=np.float64) * scale if col in values else None
+        return column[col] * scale if col in column else None
 
     wake = times("WakeLatency")
     assert wake is not None
     intr = times("IntrLatency")
-    intr_off = np.asarray(values["IntrOff"], dtype=bool) if "IntrOff" in values else None
-    residency = {
-        h: np.asarray(values[h], dtype=np.float64) for h, k in zip(header, kinds, strict=True) if k == "pct"
-    }
-    reached_names, reached_index, reach_note = _classify(residency, len(req_col))
+    intr_off = column["IntrOff"] > 0 if "IntrOff" in column else None
+    residency = {h: column[h].copy() for h, k in zip(header, kinds, strict=True) if k == "pct"}
+    reached_names, reached_index, reach_note = _classify(residency, n_rows)
     notes = [reach_note] if reach_note else []
     if info.delivery == "tdt" and intr is not None:
         notes.append(
@@ -504,6 +477,129 @@ def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement
 
 
 CellKind = Literal["time", "pct", "bool", "count", "state", "float", "other"]
+# IntrOff as wult writes it: 0/1 from older drivers, Python's True/False since.
+_FLAGS = {"1": 1.0, "True": 1.0, "true": 1.0, "0": 0.0, "False": 0.0, "false": 0.0}
+
+
+def _check_lines(data: bytes, name: str, header: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every data line's byte span, after checking field counts and blank lines without splitting any.
+
+    Works on the bytes with numpy (a million rows in a fraction of a second); line numbers are
+    the text's, since UTF-8 keeps newlines single bytes.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == ord("\n"))
+    ends = newlines if buf[-1] == ord("\n") else np.append(newlines, buf.size)
+    starts = np.concatenate(([0], newlines[: ends.size - 1] + 1))
+    # Per line, commas and blanks are counted from their sorted positions (no per-byte running sums).
+    commas = np.flatnonzero(buf == ord(","))
+    blanks = np.flatnonzero((buf == ord(" ")) | (buf == ord("\t")) | (buf == ord("\r")))
+    fields = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
+    blank = np.searchsorted(blanks, ends) - np.searchsorted(blanks, starts) == ends - starts
+    starts, ends, fields, blank = starts[1:], ends[1:], fields[1:], blank[1:]  # the header is line 1
+    filled = np.flatnonzero(~blank)
+    if filled.size == 0:
+        raise WultError(name, None, None, "no datapoints: the file has only its header")
+    last = int(filled[-1])
+    holes = np.flatnonzero(blank[:last])  # blank lines at the very end are the file's last newline(s)
+    if holes.size:
+        raise WultError(name, int(holes[0]) + 2, None, "empty line")
+    if last + 1 > MAX_DATAPOINTS:
+        raise WultError(name, MAX_DATAPOINTS + 2, None, f"more than {MAX_DATAPOINTS:,} datapoints")
+    ncol = len(header)
+    wrong = np.flatnonzero(fields[: last + 1] != ncol)
+    if wrong.size:
+        r = int(wrong[0])
+        got = int(fields[r])
+        if got < ncol:
+            raise WultError(
+                name, r + 2, got + 1, f"short line: {got} fields, the header has {ncol}", header[got]
+            )
+        raise WultError(name, r + 2, ncol + 1, f"long line: {got} fields, the header has {ncol}")
+    return starts[: last + 1], ends[: last + 1]
+
+
+def _read_columns(
+    data: bytes,
+    text: str,
+    name: str,
+    header: list[str],
+    kinds: list[CellKind],
+    starts: np.ndarray,
+    ends: np.ndarray,
+) -> tuple[np.ndarray, list[str]]:
+    """The used columns as one float array (ReqCState as codes into the returned names).
+
+    numpy's C reader does the bulk; any cell it or the range checks refuse is then read again by
+    `_cell`, alone, for a message naming its line and column.
+    """
+    used = [i for i, k in enumerate(kinds) if k != "other"]
+    state_names: list[str] = []
+    codes: dict[str, int] = {}
+
+    def state(cell: str) -> float:
+        v = cell.strip()
+        if not _STATE_NAME.match(v):
+            return -1.0
+        code = codes.get(v)
+        if code is None:
+            code = codes[v] = len(state_names)
+            state_names.append(v)
+        return float(code)
+
+    def flag(cell: str) -> float:
+        return _FLAGS.get(cell.strip(), -1.0)
+
+    converters: dict[int | str, Callable[[str], float]] = {
+        i: state if kinds[i] == "state" else flag for i in used if kinds[i] in ("state", "bool")
+    }
+    try:
+        table = np.loadtxt(
+            io.StringIO(text), delimiter=",", skiprows=1, usecols=used, converters=converters,
+            comments=None, dtype=np.float64, ndmin=2, max_rows=ends.size,
+        )  # fmt: skip
+    except ValueError as err:
+        m = re.search(r"at row (\d+)", str(err))
+        hint = int(m.group(1)) if m else 0
+        _raise_first_bad(data, name, header, kinds, starts, ends, hint)
+        raise WultError(name, None, None, f"unreadable datapoints ({err})") from None
+    bad = ~np.isfinite(table)
+    for j, i in enumerate(used):
+        col = table[:, j]
+        if kinds[i] in ("state", "bool"):
+            bad[:, j] |= col < 0
+        elif kinds[i] == "time":
+            bad[:, j] |= col < 0
+        elif kinds[i] == "pct":
+            bad[:, j] |= (col < 0) | (col > 100)
+        elif kinds[i] == "count":
+            bad[:, j] |= (col < 0) | (col != np.floor(col))
+    if bad.any():
+        r = int(np.argmax(bad.any(axis=1)))
+        _raise_first_bad(data, name, header, kinds, starts, ends, r)
+        raise WultError(name, r + 2, None, "a value out of range")  # the row check above agrees; not reached
+    return table, state_names
+
+
+def _raise_first_bad(
+    data: bytes,
+    name: str,
+    header: list[str],
+    kinds: list[CellKind],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    hint: int,
+) -> None:
+    """Raise the WultError of the first bad cell, looking at row `hint` first, then from the top."""
+    first = [hint] if 0 <= hint < starts.size else []
+    for r in [*first, *range(starts.size)]:
+        # Byte offsets cut on newlines, which are whole characters in UTF-8.
+        cells = data[int(starts[r]) : int(ends[r])].decode("utf-8").rstrip("\r").split(",")
+        for i, k in enumerate(kinds):
+            if k == "state":
+                _state_cell(cells[i], name, r + 2, i + 1, header[i])
+            elif k != "other":
+                _cell(cells[i], k, name, r + 2, i + 1, header[i])
 
 
 def _kind(col: str) -> CellKind:
@@ -532,15 +628,9 @@ def _state_cell(cell: str, name: str, line: int, col: int, colname: str) -> str:
 def _cell(cell: str, kind: CellKind, name: str, line: int, col: int, colname: str) -> float:
     v = cell.strip()
     if kind == "bool":
-        if v in ("1", "True", "true"):
-            return 1.0
-        if v in ("0", "False", "false"):
-            return 0.0
+        if v in _FLAGS:
+            return _FLAGS[v]
         raise WultError(name, line, col, f"expected 0 or 1, got {cell!r}", colname)
-    if kind == "count":
-        if not re.fullmatch(r"[0-9]{1,12}", v):
-            raise WultError(name, line, col, f"expected a count, got {cell!r}", colname)
-        return float(v)
     try:
         x = float(v)
     except ValueError:
@@ -549,6 +639,8 @@ def _cell(cell: str, kind: CellKind, name: str, line: int, col: int, colname: st
         raise WultError(name, line, col, f"expected a finite number, got {cell!r}", colname)
     if kind == "time" and x < 0:
         raise WultError(name, line, col, f"negative time {cell!r}", colname)
+    if kind == "count" and (x < 0 or x != math.floor(x)):
+        raise WultError(name, line, col, f"expected a count, got {cell!r}", colname)
     if kind == "pct" and not 0.0 <= x <= 100.0:
         # wult clamps 100-300 % to 100 and drops rows over 300 %: anything else is damage.
         raise WultError(name, line, col, f"a residency percentage out of 0..100: {cell!r}", colname)
@@ -580,29 +672,20 @@ def _classify(residency: Mapping[str, np.ndarray], n: int) -> tuple[tuple[str, .
             np.zeros(n, dtype=np.int16),
             ("no C-state residency columns: rows are classed by the requested state only"),
         )
-    parts: list[np.ndarray] = []
+    deepest: list[np.ndarray] = []
     for prefix in ("CC", "MC", "PC"):
-        deepest = np.zeros(n, dtype=np.int16)  # 0: none reached
+        d = np.zeros(n, dtype=np.int64)  # 0: none reached
         for num, col in sorted(groups[prefix]):
-            deepest[residency[col] > 0] = num
-        parts.append(deepest)
-    labels: dict[tuple[int, int, int], int] = {}
-    names: list[str] = []
-    index = np.empty(n, dtype=np.int16)
-    keys = np.stack(parts, axis=1) if n else np.zeros((0, 3), dtype=np.int16)
-    for row, key_arr in enumerate(keys):
-        key = (int(key_arr[0]), int(key_arr[1]), int(key_arr[2]))
-        code = labels.get(key)
-        if code is None:
-            label = f"CC{key[0]}"
-            if key[1]:
-                label += f"+MC{key[1]}"
-            if key[2]:
-                label += f"+PC{key[2]}"
-            code = labels[key] = len(names)
-            names.append(label)
-        index[row] = code
-    return tuple(names), index, ""
+            d[residency[col] > 0] = num
+        deepest.append(d)
+    # One integer per (core, module, package) combination (state numbers are < 1000), then a
+    # label per distinct combination.
+    keys, index = np.unique(deepest[0] * 1_000_000 + deepest[1] * 1000 + deepest[2], return_inverse=True)
+    names = []
+    for key in keys.tolist():
+        cc, mc, pc = key // 1_000_000, key // 1000 % 1000, key % 1000
+        names.append(f"CC{cc}" + (f"+MC{mc}" if mc else "") + (f"+PC{pc}" if pc else ""))
+    return tuple(names), index.astype(np.int16), ""
 
 
 def _classes(

@@ -157,6 +157,15 @@ def test_format_1_0_is_integer_nanoseconds_and_old_names_are_accepted() -> None:
     assert m.reached_names == ("CC6+PC2",)
 
 
+def test_true_false_intr_off_crlf_and_trailing_blank_lines() -> None:
+    cells = [r.split(",") for r in ROWS]
+    rows = [",".join([*c[:3], "True" if c[3] == "1" else "False", *c[4:]]) for c in cells]  # IntrOff
+    data = csv(*rows).replace(b"\n", b"\r\n") + b"\r\n\n"
+    m = parse_wult(data, INFO.encode())
+    assert m.intr_off is not None and m.intr_off.tolist() == [True, True, True, False, False]
+    assert m.wake_latency_ns.tolist() == parse_wult(csv(*ROWS), INFO.encode()).wake_latency_ns.tolist()
+
+
 def test_cc1_from_the_derived_column_when_there_is_no_hardware_counter() -> None:
     header = HEADER.replace(",CC1%,", ",")
     rows = ["2.0,100.0,4.4,1,110.0,C1E,0.90,99.10,0.00,0.00,0.00,0,0"]
@@ -312,6 +321,10 @@ def test_bad_cells_name_their_column() -> None:
     expect(error(csv(ROWS[0].replace("100.5", "-1.0"))), "datapoints.csv", 2, 1, "negative")
     expect(error(csv(ROWS[0].replace("100.5", "nan"))), "datapoints.csv", 2, 1, "finite")
     expect(error(csv(ROWS[0].replace(",C6,", ",C 6,"))), "datapoints.csv", 2, 6, "C-state name")
+    expect(error(csv(ROWS[0], ROWS[1][: -len("0,0")] + "1.5,0")), "datapoints.csv", 3, 13, "a count")
+    # The first bad cell in reading order is the one named, whichever check finds it.
+    two_bad = ROWS[2].replace("5.5", "x").replace("90.00", "101.00")
+    expect(error(csv(ROWS[0], ROWS[1], two_bad, ROWS[3])), "datapoints.csv", 4, 3, "expected a number")
 
 
 def test_header_problems() -> None:
