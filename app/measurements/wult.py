@@ -38,6 +38,7 @@ MAX_DATAPOINTS = 1_000_000
 # 8 MiB by the caller): a CSV row is ~130 bytes, so a million rows fit.
 MAX_CSV_BYTES = 160 * 1024 * 1024
 MAX_INFO_BYTES = 1024 * 1024
+MAX_REQ_STATES = 32  # as many as cpuidle registers (CPUIDLE_STATE_MAX is 10; sysfs dumps allow 32)
 
 # format_version -> ns per unit of the time columns.
 _NS_PER_UNIT = {"1.0": 1.0, "1.1": 1000.0, "1.2": 1000.0, "1.3": 1000.0}
@@ -543,6 +544,8 @@ def _read_columns(
             return -1.0
         code = codes.get(v)
         if code is None:
+            if len(state_names) == MAX_REQ_STATES:
+                return float(MAX_REQ_STATES)  # one too many: refused below, with its line
             code = codes[v] = len(state_names)
             state_names.append(v)
         return float(code)
@@ -563,6 +566,14 @@ def _read_columns(
         hint = int(m.group(1)) if m else 0
         _raise_first_bad(data, name, header, kinds, starts, ends, hint)
         raise WultError(name, None, None, f"unreadable datapoints ({err})") from None
+    if state_names and len(state_names) == MAX_REQ_STATES:
+        j = [i for i in used if kinds[i] == "state"][0]
+        over = np.flatnonzero(table[:, used.index(j)] == MAX_REQ_STATES)
+        if over.size:
+            r = int(over[0])
+            raise WultError(
+                name, r + 2, j + 1, f"more than {MAX_REQ_STATES} different requested states", header[j]
+            )
     bad = ~np.isfinite(table)
     for j, i in enumerate(used):
         col = table[:, j]

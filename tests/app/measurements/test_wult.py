@@ -327,6 +327,11 @@ def test_bad_cells_name_their_column() -> None:
     expect(error(csv(ROWS[0], ROWS[1], two_bad, ROWS[3])), "datapoints.csv", 4, 3, "expected a number")
 
 
+def test_too_many_requested_states() -> None:
+    rows = [row(10.0, 12.0, 1, 100.0, f"C{k}", 0.0, 90.0, 0.0, 0.0) for k in range(40)]
+    expect(error(csv(*rows)), "datapoints.csv", 34, 6, "more than 32 different requested states")
+
+
 def test_header_problems() -> None:
     expect(error(csv(header="SilentTime,LDist")), "datapoints.csv", 1, None, "no WakeLatency column")
     expect(error(csv(header=HEADER + ",LDist")), "datapoints.csv", 1, 15, "repeated")
