@@ -88,12 +88,8 @@ class DumpState(_Model):
     default_status: str | None = None  # "enabled"/"disabled", v5.6+
     disabled_cpus: list[int] = []  # CPUs whose `disable` (the user's bit) is 1
     cpus_reporting_disable: int = 0
+    disabled: bool = False  # by the user on every CPU that reports `disable`
     line: int  # the line of the state's first record, for errors found later
-
-    @property
-    def disabled(self) -> bool:
-        """Disabled by the user on every CPU that reports `disable`."""
-        return self.cpus_reporting_disable > 0 and len(self.disabled_cpus) == self.cpus_reporting_disable
 
 
 class StateCounters(_Model):
@@ -485,6 +481,7 @@ def _build_states(raw: _Raw) -> list[DumpState]:
                 default_status=status[0].strip() if status is not None else None,
                 disabled_cpus=disabled_cpus,
                 cpus_reporting_disable=reporting,
+                disabled=reporting > 0 and len(disabled_cpus) == reporting,
                 line=min(raw.state_first_line[k] for k in keys),
             )
         )

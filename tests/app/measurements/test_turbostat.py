@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.measurements.turbostat import TurbostatError, parse_turbostat
+from app.measurements.turbostat import TurbostatError, TurbostatResult, parse_turbostat
 
 COLUMNS = [
     "Package", "Core", "CPU", "Avg_MHz", "Busy%", "Bzy_MHz", "TSC_MHz", "IRQ", "POLL", "C1", "C1E", "C6",
@@ -134,6 +134,7 @@ def test_intervals_summaries_and_short_rows() -> None:
     assert r.cpu_means("CPU%c6") == {0: 79.0, 1: 89.0}  # only the cores' first CPUs print it
     assert r.intervals[1].cpus[2].values["Pkg%pc6"] is None  # (neg)
     assert "RAMWatt" in r.columns()
+    assert TurbostatResult.model_validate_json(r.model_dump_json()) == r  # what the app stores comes back
 
 
 def test_command_mode_without_preamble() -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from app.platforms.sysfs import (
     MAX_CPUS,
     DumpError,
+    SysfsDump,
     build_platform,
     counter_summary,
     match_builtin,
@@ -168,6 +169,8 @@ def test_user_disabled_states() -> None:
     disabled = {(cpu, 3): 1 for cpu in range(4)} | {(0, 2): 1}
     dump = parse_dump(grep_text(machine_files(SKX, 4, disabled=disabled)))
     assert dump.states[3].disabled and dump.states[3].disabled_cpus == [0, 1, 2, 3]
+    # What the app stores comes back the same.
+    assert SysfsDump.model_validate_json(dump.model_dump_json()) == dump
     assert not dump.states[2].disabled and dump.states[2].disabled_cpus == [0]
 
 
