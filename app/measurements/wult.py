@@ -28,6 +28,9 @@ from typing import IO, Literal
 
 import numpy as np
 
+from engine.result import LatencyStats
+from engine.summary import latency_stats
+
 DATAPOINTS = "datapoints.csv"
 INFO = "info.yml"
 # A p99.99 needs ~10^5 samples per class: the 10 largest of them lie beyond it (DESIGN 6).
@@ -197,6 +200,18 @@ class WultMeasurement:
             parts.append(self.intr_latency_ns[on])
             what.append("IntrLatency of IntrOff=0 rows (exit + interrupt entry)")
         return np.concatenate(parts), " and ".join(what) or "no rows"
+
+    def latency_stats(
+        self, metric: Literal["WakeLatency", "IntrLatency"], req_cstate: str, reached: str | None = None
+    ) -> LatencyStats | None:
+        """A class's distribution in the simulation's own shape (same percentiles, same log bins),
+        so measured and simulated latencies overlay on one axis; None without that column."""
+        samples = self.wake_latency(req_cstate, reached) if metric == "WakeLatency" else None
+        if metric == "IntrLatency":
+            samples = self.intr_latency(req_cstate, reached)
+        if samples is None:
+            return None
+        return latency_stats(np.rint(samples).astype(np.int64))  # whole ns, as the engine counts
 
     def conditions(self) -> WultConditions:
         """The measured CPU, delivery, requested states and launch distances, for "simulate this"."""

@@ -24,6 +24,7 @@ from app.measurements.wult import (
     parse_wult_files,
 )
 from engine.calibrate import estimate_h_plus_e
+from engine.summary import HIST_EDGES
 
 # The columns of a wult 1.3 result on a Xeon with CC1, CC6, PC2 and PC6 counters.
 COLUMNS = "WakeLatency,SilentTime,IntrLatency,IntrOff,LDist,ReqCState,CC0%,CC1Derived%,CC1%,CC6%,PC2%,PC6%"
@@ -110,6 +111,21 @@ def test_units_classes_and_info() -> None:
     assert not any(c.enough_for_p9999 for c in m.classes)
     assert any("too few for a 99.99th percentile" in n for n in m.notes)
     assert m.residency_pct["PC6%"].tolist() == [50.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_latency_stats_in_the_simulations_shape() -> None:
+    m = parse_wult(csv(*ROWS), INFO.encode())
+    wake = m.latency_stats("WakeLatency", "C6")
+    assert wake is not None and wake.count == 3
+    assert (wake.p50_ns, wake.max_ns) == (60_250, 100_500)  # of 3_000, 60_250, 100_500
+    assert wake.histogram.edges_ns == HIST_EDGES and sum(wake.histogram.counts) == 3
+    intr = m.latency_stats("IntrLatency", "C6", "CC6+PC6")
+    assert intr is not None and intr.count == 1 and intr.p50_ns == 103_000
+    header = "WakeLatency,LDist,ReqCState"
+    assert (
+        parse_wult(csv("10.0,500.0,C6", header=header), INFO.encode()).latency_stats("IntrLatency", "C6")
+        is None
+    )
 
 
 def test_conditions_for_simulate_this() -> None:
