@@ -146,7 +146,7 @@ def parse_turbostat(data: bytes, name: str = "turbostat.txt") -> TurbostatResult
         if not line.strip():
             continue
         if _is_message(line):
-            m = re.match(r"^([\d.]+) sec\s*$", line)  # command mode: the command's run time
+            m = re.match(r"^(\d+(?:\.\d+)?) sec\s*$", line)  # command mode: the command's run time
             if m:
                 interval_s = float(m.group(1))
             continue
@@ -160,7 +160,7 @@ def parse_turbostat(data: bytes, name: str = "turbostat.txt") -> TurbostatResult
             m = re.match(r"^turbostat version (\S+)", line)
             if m:
                 version = m.group(1)
-            m = re.match(r"^Measurement interval: ([\d.]+) sec", line)
+            m = re.match(r"^Measurement interval: (\d+(?:\.\d+)?) sec", line)
             if m:
                 interval_s = float(m.group(1))
             m = re.match(r"^(cpu\d+): ([A-Za-z0-9_\-]+): ((?:MWAIT|CPUIDLE|ACPI).*)$", line)
@@ -239,7 +239,7 @@ def _looks_like_row(cells: list[str]) -> bool:
 
 
 def _is_message(line: str) -> bool:
-    return line.startswith("turbostat:") or bool(re.match(r"^[\d.]+ sec\s*$", line))
+    return line.startswith("turbostat:") or bool(re.match(r"^\d+(?:\.\d+)? sec\s*$", line))
 
 
 def _row(cells: list[str], columns: list[str], name: str, n: int) -> TurbostatRow:

@@ -168,6 +168,8 @@ def test_empty_and_binary() -> None:
 def test_no_table() -> None:
     e = err("hello\nthis is not turbostat\n")
     assert e.line is None and "no turbostat table" in e.reason
+    for odd in ("5.0.0 sec\n", "... sec\n", "Measurement interval: 1.2.3 seconds\n"):  # not numbers
+        assert "no turbostat table" in err(odd).reason
     e = err(PREAMBLE + tsv(*COLUMNS))
     assert e.line == PREAMBLE.count("\n") + 1 and "no rows" in e.reason
 
