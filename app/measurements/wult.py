@@ -493,6 +493,9 @@ def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement
 
 
 CellKind = Literal["time", "pct", "bool", "count", "state", "float", "other"]
+# A time column's ceiling in the file's own unit (us or ns): far beyond any wake-up, and small
+# enough that ns values stay exact integers in int64 and float64 arithmetic.
+_MAX_TIME = 1e12
 # IntrOff as wult writes it: 0/1 from older drivers, Python's True/False since.
 _FLAGS = {"1": 1.0, "True": 1.0, "true": 1.0, "0": 0.0, "False": 0.0, "false": 0.0}
 
@@ -595,7 +598,7 @@ def _read_columns(
         if kinds[i] in ("state", "bool"):
             bad[:, j] |= col < 0
         elif kinds[i] == "time":
-            bad[:, j] |= col < 0
+            bad[:, j] |= (col < 0) | (col > _MAX_TIME)
         elif kinds[i] == "pct":
             bad[:, j] |= (col < 0) | (col > 100)
         elif kinds[i] == "count":
@@ -665,6 +668,8 @@ def _cell(cell: str, kind: CellKind, name: str, line: int, col: int, colname: st
         raise WultError(name, line, col, f"expected a finite number, got {cell!r}", colname)
     if kind == "time" and x < 0:
         raise WultError(name, line, col, f"negative time {cell!r}", colname)
+    if kind == "time" and x > _MAX_TIME:
+        raise WultError(name, line, col, f"a time of {cell!r} is beyond any wake-up", colname)
     if kind == "count" and (x < 0 or x != math.floor(x)):
         raise WultError(name, line, col, f"expected a count, got {cell!r}", colname)
     if kind == "pct" and not 0.0 <= x <= 100.0:

@@ -336,6 +336,7 @@ def test_bad_cells_name_their_column() -> None:
     expect(error(csv(ROWS[0].replace("95.00", "150.00"))), "datapoints.csv", 2, 10, "percentage")
     expect(error(csv(ROWS[0].replace("100.5", "-1.0"))), "datapoints.csv", 2, 1, "negative")
     expect(error(csv(ROWS[0].replace("100.5", "nan"))), "datapoints.csv", 2, 1, "finite")
+    expect(error(csv(ROWS[0].replace("100.5", "1e20"))), "datapoints.csv", 2, 1, "beyond any wake-up")
     expect(error(csv(ROWS[0].replace(",C6,", ",C 6,"))), "datapoints.csv", 2, 6, "C-state name")
     expect(error(csv(ROWS[0], ROWS[1][: -len("0,0")] + "1.5,0")), "datapoints.csv", 3, 13, "a count")
     # The first bad cell in reading order is the one named, whichever check finds it.
