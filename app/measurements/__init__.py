@@ -1,0 +1,1 @@
+"""Measurements from real machines: wult raw results and turbostat output."""

@@ -1,0 +1,996 @@
+"""A real machine's cpuidle table, counters and topology, read from a sysfs dump (`grep -r .` output).
+
+The dump is what `DUMP_COMMAND` prints (one `path:value` record per line, as `grep -r .` writes
+them), optionally preceded by the header lines `idlelab collect` adds (`/proc/cpuinfo`,
+`/proc/sys/kernel/osrelease`, `/proc/uptime` records and a `# time:` comment). Anything else is
+refused with a `DumpError` that names the line and the reason, so the API can answer 422.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from engine.platforms import (
+    BUILTIN_PLATFORMS,
+    CostModel,
+    CState,
+    Param,
+    Platform,
+    PlatformTopology,
+    custom_platform,
+)
+
+# Bounds from DESIGN 6: by CPUs and states, never by a line count (a 512-CPU dump is ~1.5 MB).
+MAX_CPUS = 512
+MAX_STATES = 32
+# The highest CPU number x86 Linux can have (CONFIG_NR_CPUS is at most 8192): a CPU list such as
+# "0-4000000000" is refused before it becomes a list.
+MAX_CPU_NUMBER = 8191
+
+SYSFS_CPU = "/sys/devices/system/cpu/"
+GREP_COMMAND = (
+    "grep -r . /sys/devices/system/cpu/cpu*/cpuidle/ /sys/devices/system/cpu/cpu*/topology/ "
+    "/sys/devices/system/cpu/cpuidle/"
+)
+# The same file as `idlelab collect` writes, for a machine without idlelab (header lines first).
+DUMP_COMMAND = (
+    "{ grep -H -m4 -E '^(vendor_id|cpu family|model|model name)[[:space:]]*:' /proc/cpuinfo; "
+    "grep -H . /proc/sys/kernel/osrelease /proc/uptime; " + GREP_COMMAND + "; } > machine.txt"
+)
+
+# sysfs prints `power` unsigned: POLL's -1 reads 4294967295; 0 means unknown too.
+_POWER_UNKNOWN = {0, 4294967295}
+_STATE_TABLE_FIELDS = ("name", "desc", "latency", "residency", "power", "default_status")
+_STATE_COUNTER_FIELDS = ("usage", "time", "above", "below", "rejected")
+_STATE_FIELDS = {*_STATE_TABLE_FIELDS, *_STATE_COUNTER_FIELDS, "disable", "s2idle/usage", "s2idle/time"}
+_TOPOLOGY_INT_FIELDS = ("physical_package_id", "die_id", "cluster_id", "core_id")
+_TOPOLOGY_LIST_FIELDS = ("thread_siblings_list", "core_cpus_list", "core_siblings_list", "package_cpus_list")
+_GLOBAL_FIELDS = ("available_governors", "current_driver", "current_governor", "current_governor_ro")
+_CPUINFO_KEYS = {"vendor_id", "cpu family", "model", "model name"}
+
+# Digit runs are bounded so that a hostile line cannot ask int() for a million-digit number.
+_CPU_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/(cpuidle|topology)/(.+)$")
+_GLOBAL_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpuidle/([^/]+)$")
+_STATE_PATH = re.compile(r"^state(\d{1,6})/(.+)$")
+_MWAIT = re.compile(r"MWAIT\s+(0x[0-9a-fA-F]+)")
+_CPU_LIST = re.compile(r"^\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*$")
+
+
+class DumpError(ValueError):
+    """The dump is not a usable sysfs cpuidle dump; `line` (1-based) is where, None for the whole file."""
+
+    def __init__(self, line: int | None, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}" if line is not None else reason)
+        self.line = line
+        self.reason = reason
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DumpState(_Model):
+    """One cpuidle state as the dump shows it (the same on every CPU, or the dump is refused)."""
+
+    index: int
+    name: str
+    desc: str | None = None
+    mwait_hint: str | None = None  # from `desc`, e.g. "MWAIT 0x20" -> "0x20"
+    latency_us: int | None = None  # exit latency, as the governor sees it
+    residency_us: int | None = None  # target residency
+    power_mw: int | None = None  # None: the driver says unknown (0, or POLL's -1)
+    default_status: str | None = None  # "enabled"/"disabled", v5.6+
+    disabled_cpus: list[int] = []  # CPUs whose `disable` (the user's bit) is 1
+    cpus_reporting_disable: int = 0
+    disabled: bool = False  # by the user on every CPU that reports `disable`
+    line: int  # the line of the state's first record, for errors found later
+
+
+class StateCounters(_Model):
+    """One CPU's counters of one state, cumulative since its cpuidle device registered (None: not shown)."""
+
+    usage: int | None = None
+    time_us: int | None = None
+    above: int | None = None
+    below: int | None = None
+    rejected: int | None = None
+
+
+class CpuRecord(_Model):
+    """One CPU: its topology IDs (None when the dump has none, e.g. offline CPUs) and its counters."""
+
+    cpu: int
+    package_id: int | None = None
+    die_id: int | None = None
+    core_id: int | None = None
+    thread_siblings: list[int] | None = None
+    counters: list[StateCounters | None]  # by state index; None: the CPU shows no such state
+
+
+class Topology(_Model):
+    """Sockets, cores and threads, from the topology records or, without them, inferred (and said so)."""
+
+    cpus: int  # CPUs in the dump
+    sockets: int
+    cores: int
+    cores_per_socket: int
+    threads_per_core: int
+    inferred: bool
+    note: str = ""
+
+
+class SysfsDump(_Model):
+    """Everything a dump says about a machine."""
+
+    states: list[DumpState]
+    cpus: list[CpuRecord]
+    topology: Topology
+    driver: str | None = None
+    governor: str | None = None
+    available_governors: list[str] = []
+    model_name: str | None = None
+    vendor: str | None = None
+    cpu_family: int | None = None
+    cpu_model: int | None = None
+    kernel: str | None = None
+    uptime_s: float | None = None
+    collected_at: str | None = None
+    notes: list[str] = []
+
+    def state_names(self) -> list[str]:
+        return [s.name for s in self.states]
+
+
+# ----------------------------------------------------------------------------------------- parsing
+
+
+def _text_lines(data: bytes | str) -> list[str]:
+    if isinstance(data, bytes):
+        nul = data.find(b"\0")
+        if nul >= 0:
+            raise DumpError(data.count(b"\n", 0, nul) + 1, "binary data (a NUL byte): not a text dump")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DumpError(data.count(b"\n", 0, err.start) + 1, "not UTF-8 text") from None
+    else:
+        text = data
+        nul = text.find("\0")
+        if nul >= 0:
+            raise DumpError(text.count("\n", 0, nul) + 1, "binary data (a NUL byte): not a text dump")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last record
+    # A file that went through a Windows editor: sysfs values never end in a carriage return.
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def _int(value: str, line: int, what: str, *, signed: bool = False) -> int:
+    v = value.strip()
+    if not re.fullmatch(r"-?\d{1,20}" if signed else r"\d{1,20}", v):
+        kind = "an integer" if signed else "a non-negative integer"
+        raise DumpError(line, f"{what}: expected {kind}, got {value!r}")
+    return int(v)
+
+
+def _cpu_list(value: str, line: int, what: str) -> list[int]:
+    v = value.strip()
+    if not _CPU_LIST.match(v):
+        raise DumpError(line, f"{what}: expected a CPU list such as '0-39,160-199', got {value!r}")
+    parts = v.split(",")
+    if len(parts) > MAX_CPUS:  # each part may span thousands of CPUs: bound the work, not just the length
+        raise DumpError(line, f"{what}: {len(parts)} ranges, more than {MAX_CPUS}")
+    out: list[int] = []
+    for part in parts:
+        lo_s, _, hi_s = part.partition("-")
+        lo, hi = int(lo_s), int(hi_s or lo_s)
+        if hi < lo or hi > MAX_CPU_NUMBER:
+            raise DumpError(line, f"{what}: bad CPU range {part!r} (CPU numbers go up to {MAX_CPU_NUMBER})")
+        out.extend(range(lo, hi + 1))
+    return sorted(set(out))
+
+
+class _Field:
+    """A single-line sysfs file's value and the line it came from."""
+
+    __slots__ = ("value", "line")
+
+    def __init__(self, value: str, line: int) -> None:
+        self.value = value
+        self.line = line
+
+
+def _put(into: dict[str, _Field], key: str, value: str, line: int, where: str) -> None:
+    """Record a file's value; the same file twice must say the same thing."""
+    old = into.get(key)
+    if old is None:
+        into[key] = _Field(value, line)
+    elif old.value != value:
+        raise DumpError(
+            line, f"contradictory values: {where} is {value!r} here and {old.value!r} on line {old.line}"
+        )
+
+
+class _Raw:
+    """The records of a dump, grouped by what they describe, before any cross-checks."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[int, int], dict[str, _Field]] = {}
+        self.state_first_line: dict[tuple[int, int], int] = {}
+        self.topology: dict[int, dict[str, _Field]] = {}
+        self.cpu_driver: dict[str, _Field] = {}
+        self.cpu_first_line: dict[int, int] = {}
+        self.globals: dict[str, _Field] = {}
+        self.cpuinfo: dict[str, _Field] = {}
+        self.proc: dict[str, _Field] = {}
+        self.collected_at: str | None = None
+        self.grep_errors: list[int] = []
+
+
+def _read_records(lines: list[str]) -> _Raw:
+    raw = _Raw()
+    for n, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue  # grep prints none; a hand-edited file may have some
+        if text.startswith("#"):
+            m = re.match(r"#\s*time:\s*(.+?)\s*$", text)
+            if m:
+                try:
+                    datetime.fromisoformat(m.group(1))
+                except ValueError:
+                    raise DumpError(
+                        n, f"time: expected an ISO 8601 date and time, got {m.group(1)!r}"
+                    ) from None
+                raw.collected_at = m.group(1)
+            continue
+        if text.startswith("grep: "):
+            raw.grep_errors.append(n)  # an unreadable path, reported by grep on stderr (2>&1)
+            continue
+        path, sep, value = text.partition(":")
+        if not sep:
+            raise DumpError(n, "truncated or foreign line: no ':' after a path")
+        if value == "":
+            raise DumpError(n, f"truncated line: {path} has no value (grep -r . prints no empty values)")
+        _read_record(raw, n, path, value)
+    return raw
+
+
+def _read_record(raw: _Raw, n: int, path: str, value: str) -> None:
+    if path.startswith("/proc/"):
+        _read_proc(raw, n, path, value)
+        return
+    m = _CPU_LINE.match(path)
+    if m:
+        cpu = int(m.group(1))
+        if cpu > MAX_CPU_NUMBER:
+            raise DumpError(n, f"cpu{cpu}: CPU numbers go up to {MAX_CPU_NUMBER}")
+        if cpu not in raw.cpu_first_line:
+            if len(raw.cpu_first_line) >= MAX_CPUS:
+                raise DumpError(
+                    n, f"too many CPUs: cpu{cpu} is CPU number {MAX_CPUS + 1}; at most {MAX_CPUS}"
+                )
+            raw.cpu_first_line[cpu] = n
+        group, rest = m.group(2), m.group(3)
+        if group == "topology":
+            _read_topology(raw, n, cpu, rest, value)
+        else:
+            _read_cpuidle(raw, n, cpu, rest, value)
+        return
+    m = _GLOBAL_LINE.match(path)
+    if m:
+        if m.group(1) in _GLOBAL_FIELDS:
+            _put(raw.globals, m.group(1), value, n, f"cpuidle/{m.group(1)}")
+        return  # another global file: newer kernels may add some
+    raise DumpError(n, f"not a record of a sysfs cpuidle dump: {path[:80]!r}")
+
+
+def _read_proc(raw: _Raw, n: int, path: str, value: str) -> None:
+    if path == "/proc/cpuinfo":
+        key, sep, val = value.partition(":")
+        key = key.strip()
+        if not sep:
+            raise DumpError(n, f"/proc/cpuinfo: expected 'key : value', got {value!r}")
+        if key in _CPUINFO_KEYS and key not in raw.cpuinfo:
+            raw.cpuinfo[key] = _Field(val.strip(), n)  # the first processor's; later ones repeat it
+        return
+    if path in ("/proc/uptime", "/proc/sys/kernel/osrelease"):
+        _put(raw.proc, path, value, n, path)
+        return
+    raise DumpError(n, f"not a record of a sysfs cpuidle dump: {path[:80]!r}")
+
+
+def _read_cpuidle(raw: _Raw, n: int, cpu: int, rest: str, value: str) -> None:
+    if rest == "driver/name":
+        _put(raw.cpu_driver, str(cpu), value, n, f"cpu{cpu}/cpuidle/driver/name")
+        return
+    m = _STATE_PATH.match(rest)
+    if not m:
+        return  # another per-CPU cpuidle file
+    idx = int(m.group(1))
+    if idx >= MAX_STATES:
+        raise DumpError(
+            n, f"too many states: state{idx}; at most {MAX_STATES} (state0..state{MAX_STATES - 1})"
+        )
+    key = (cpu, idx)
+    fields = raw.states.setdefault(key, {})
+    raw.state_first_line.setdefault(key, n)
+    name = m.group(2)
+    if name in _STATE_FIELDS:
+        _put(fields, name, value, n, f"cpu{cpu}/cpuidle/state{idx}/{name}")
+
+
+def _read_topology(raw: _Raw, n: int, cpu: int, rest: str, value: str) -> None:
+    if rest in _TOPOLOGY_INT_FIELDS or rest in _TOPOLOGY_LIST_FIELDS:
+        _put(raw.topology.setdefault(cpu, {}), rest, value, n, f"cpu{cpu}/topology/{rest}")
+
+
+def parse_dump(data: bytes | str) -> SysfsDump:
+    """Parse a sysfs dump; raise `DumpError(line, reason)` on anything that is not one."""
+    lines = _text_lines(data)
+    if not any(ln.strip() for ln in lines):
+        raise DumpError(None, "the file is empty")
+    raw = _read_records(lines)
+    if not raw.states:
+        raise DumpError(
+            None,
+            "no cpuidle state records (cpuN/cpuidle/stateK/...): cpuidle disabled, or another file?",
+        )
+    states = _build_states(raw)
+    cpus = _build_cpus(raw, len(states))
+    topology, topo_notes = _build_topology(raw, cpus)
+    notes = list(topo_notes)
+    if raw.grep_errors:
+        notes.append(
+            f"{len(raw.grep_errors)} 'grep:' error line(s) skipped (first on line {raw.grep_errors[0]})"
+        )
+    missing = [c.cpu for c in cpus if any(x is None for x in c.counters)]
+    if missing:
+        notes.append(f"{len(missing)} CPU(s) show fewer states than the table: {_ranges(missing)}")
+    return SysfsDump(
+        states=states,
+        cpus=cpus,
+        topology=topology,
+        driver=_driver(raw),
+        governor=_governor(raw),
+        available_governors=raw.globals["available_governors"].value.split()
+        if "available_governors" in raw.globals
+        else [],
+        model_name=_cpuinfo(raw, "model name"),
+        vendor=_cpuinfo(raw, "vendor_id"),
+        cpu_family=_cpuinfo_int(raw, "cpu family"),
+        cpu_model=_cpuinfo_int(raw, "model"),
+        kernel=raw.proc["/proc/sys/kernel/osrelease"].value.strip()
+        if "/proc/sys/kernel/osrelease" in raw.proc
+        else None,
+        uptime_s=_uptime(raw),
+        collected_at=raw.collected_at,
+        notes=notes,
+    )
+
+
+def _cpuinfo(raw: _Raw, key: str) -> str | None:
+    f = raw.cpuinfo.get(key)
+    return f.value if f is not None else None
+
+
+def _cpuinfo_int(raw: _Raw, key: str) -> int | None:
+    f = raw.cpuinfo.get(key)
+    return _int(f.value, f.line, f"/proc/cpuinfo {key}") if f is not None else None
+
+
+def _uptime(raw: _Raw) -> float | None:
+    f = raw.proc.get("/proc/uptime")
+    if f is None:
+        return None
+    first = f.value.split()[0] if f.value.split() else ""
+    try:
+        up = float(first)
+    except ValueError:
+        up = math.nan
+    if not math.isfinite(up) or up <= 0:
+        raise DumpError(f.line, f"/proc/uptime: expected seconds since boot, got {f.value!r}")
+    return up
+
+
+def _driver(raw: _Raw) -> str | None:
+    f = raw.globals.get("current_driver")
+    if f is not None:
+        return f.value.strip()
+    for cpu in sorted(raw.cpu_driver, key=int):
+        return raw.cpu_driver[cpu].value.strip()
+    return None
+
+
+def _governor(raw: _Raw) -> str | None:
+    rw, ro = raw.globals.get("current_governor"), raw.globals.get("current_governor_ro")
+    if rw is not None and ro is not None and rw.value.strip() != ro.value.strip():
+        raise DumpError(
+            ro.line,
+            f"contradictory values: current_governor_ro is {ro.value!r}, current_governor is {rw.value!r} "
+            f"(line {rw.line})",
+        )
+    f = rw or ro
+    return f.value.strip() if f is not None else None
+
+
+def _build_states(raw: _Raw) -> list[DumpState]:
+    indices = sorted({idx for _, idx in raw.states})
+    for pos, idx in enumerate(indices):
+        if pos != idx:
+            first_line = min(ln for (_, i), ln in raw.state_first_line.items() if i == idx)
+            raise DumpError(first_line, f"state{idx} appears but no CPU shows state{pos}")
+    for key in sorted(raw.states, key=lambda k: raw.state_first_line[k]):
+        if "name" not in raw.states[key]:
+            cpu, idx = key
+            raise DumpError(raw.state_first_line[key], f"cpu{cpu}/cpuidle/state{idx} has no name")
+    out: list[DumpState] = []
+    for idx in indices:
+        keys = sorted(k for k in raw.states if k[1] == idx)
+        table: dict[str, tuple[str, int, int]] = {}  # field -> (value, line, cpu) of the first CPU
+        for cpu, _ in keys:
+            for fname in _STATE_TABLE_FIELDS:
+                f = raw.states[(cpu, idx)].get(fname)
+                if f is None:
+                    continue
+                if fname in ("latency", "residency", "power"):
+                    _int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/{fname}")  # a bad number first
+                first = table.get(fname)
+                if first is None:
+                    table[fname] = (f.value, f.line, cpu)
+                elif first[0] != f.value:
+                    raise DumpError(
+                        f.line,
+                        f"contradictory values: cpu{cpu} state{idx} {fname} is {f.value!r}, "
+                        f"cpu{first[2]}'s is {first[0]!r} (line {first[1]}); one table serves every CPU",
+                    )
+        disabled_cpus: list[int] = []
+        reporting = 0
+        for cpu, _ in keys:
+            f = raw.states[(cpu, idx)].get("disable")
+            if f is None:
+                continue
+            v = _int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/disable")
+            if v not in (0, 1):
+                raise DumpError(
+                    f.line, f"cpu{cpu}/cpuidle/state{idx}/disable: expected 0 or 1, got {f.value!r}"
+                )
+            reporting += 1
+            if v:
+                disabled_cpus.append(cpu)
+        desc = table["desc"][0] if "desc" in table else None
+        hint = _MWAIT.search(desc) if desc else None
+        status = table.get("default_status")
+        if status is not None and status[0].strip() not in ("enabled", "disabled"):
+            raise DumpError(status[1], f"default_status: expected 'enabled' or 'disabled', got {status[0]!r}")
+        power = _table_int(table, "power", idx)
+        out.append(
+            DumpState(
+                index=idx,
+                name=table["name"][0].strip(),
+                desc=desc,
+                mwait_hint=f"0x{int(hint.group(1), 16):02x}" if hint else None,
+                latency_us=_table_int(table, "latency", idx),
+                residency_us=_table_int(table, "residency", idx),
+                power_mw=None if power is None or power in _POWER_UNKNOWN else power,
+                default_status=status[0].strip() if status is not None else None,
+                disabled_cpus=disabled_cpus,
+                cpus_reporting_disable=reporting,
+                disabled=reporting > 0 and len(disabled_cpus) == reporting,
+                line=min(raw.state_first_line[k] for k in keys),
+            )
+        )
+    return out
+
+
+def _table_int(table: Mapping[str, tuple[str, int, int]], fname: str, idx: int) -> int | None:
+    if fname not in table:
+        return None
+    value, line, cpu = table[fname]
+    return _int(value, line, f"cpu{cpu}/cpuidle/state{idx}/{fname}")
+
+
+def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
+    out: list[CpuRecord] = []
+    for cpu in sorted(raw.cpu_first_line):
+        counters: list[StateCounters | None] = []
+        for idx in range(n_states):
+            fields = raw.states.get((cpu, idx))
+            if fields is None:
+                counters.append(None)
+                continue
+            vals: dict[str, int | None] = {}
+            for fname in _STATE_COUNTER_FIELDS:
+                f = fields.get(fname)
+                vals[fname] = _int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/{fname}") if f else None
+            counters.append(
+                StateCounters(
+                    usage=vals["usage"],
+                    time_us=vals["time"],
+                    above=vals["above"],
+                    below=vals["below"],
+                    rejected=vals["rejected"],
+                )
+            )
+        topo = raw.topology.get(cpu, {})
+        ids: dict[str, int | None] = {}
+        for fname in _TOPOLOGY_INT_FIELDS:
+            f = topo.get(fname)
+            ids[fname] = _int(f.value, f.line, f"cpu{cpu}/topology/{fname}", signed=True) if f else None
+        siblings = _siblings(cpu, topo)
+        out.append(
+            CpuRecord(
+                cpu=cpu,
+                package_id=ids["physical_package_id"],
+                die_id=ids["die_id"],
+                core_id=ids["core_id"],
+                thread_siblings=siblings,
+                counters=counters,
+            )
+        )
+    return out
+
+
+def _siblings(cpu: int, topo: Mapping[str, _Field]) -> list[int] | None:
+    """The CPU's SMT siblings; thread_siblings_list and core_cpus_list are the same file under two names."""
+    found: list[tuple[list[int], _Field]] = []
+    for fname in ("core_cpus_list", "thread_siblings_list"):
+        f = topo.get(fname)
+        if f is not None:
+            found.append((_cpu_list(f.value, f.line, f"cpu{cpu}/topology/{fname}"), f))
+    if not found:
+        return None
+    if len(found) == 2 and found[0][0] != found[1][0]:
+        raise DumpError(
+            found[1][1].line,
+            f"contradictory values: cpu{cpu} thread_siblings_list is {found[1][1].value!r}, "
+            f"core_cpus_list is {found[0][1].value!r} (line {found[0][1].line})",
+        )
+    lst, f = found[-1]
+    if cpu not in lst:
+        raise DumpError(
+            f.line, f"contradictory values: cpu{cpu}'s sibling list {f.value!r} does not include cpu{cpu}"
+        )
+    return lst
+
+
+def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[str]]:
+    by_cpu = {c.cpu: c for c in cpus}
+    placed = [c for c in cpus if c.package_id is not None and c.core_id is not None]
+    n = len(cpus)
+    if not placed:
+        note = (
+            f"no topology records in the dump: inferred 1 socket of {n} cores, 1 thread each "
+            "(collect with .../cpu*/topology/ for the real layout)"
+        )
+        return Topology(
+            cpus=n, sockets=1, cores=n, cores_per_socket=n, threads_per_core=1, inferred=True, note=note
+        ), [note]
+    notes: list[str] = []
+    # Cores are keyed by (package, die, core_id): core_id is sparse and restarts in every package.
+    core_of: dict[int, tuple[int, int, int]] = {}
+    for c in placed:
+        core_of[c.cpu] = (c.package_id or 0, c.die_id if c.die_id is not None else -1, c.core_id or 0)
+    groups: dict[tuple[int, int, int], set[int]] = {}
+    for cpu, key in core_of.items():
+        groups.setdefault(key, set()).add(cpu)
+    for c in placed:
+        if c.thread_siblings is None:
+            continue
+        line = raw.topology[c.cpu].get("core_cpus_list") or raw.topology[c.cpu].get("thread_siblings_list")
+        assert line is not None
+        for s in c.thread_siblings:
+            if s in core_of and core_of[s] != core_of[c.cpu]:
+                raise DumpError(
+                    line.line,
+                    f"contradictory values: cpu{c.cpu} lists cpu{s} as its SMT sibling, but they sit in "
+                    f"different cores (package, die, core_id) {core_of[c.cpu]} and {core_of[s]}",
+                )
+        mates = groups[core_of[c.cpu]]
+        stray = sorted(m for m in mates if m not in c.thread_siblings)
+        if stray:
+            raise DumpError(
+                line.line,
+                f"contradictory values: cpu{stray[0]} has cpu{c.cpu}'s package and core_id, but cpu{c.cpu}'s "
+                f"sibling list {line.value!r} leaves it out",
+            )
+    # A sibling that is offline has no topology records, but its online mate's list still names it.
+    threads = max(
+        max(len(mates), *(len(by_cpu[cpu].thread_siblings or ()) for cpu in mates))
+        for mates in groups.values()
+    )
+    packages = sorted({k[0] for k in groups})
+    cores_per_socket = max(sum(1 for k in groups if k[0] == p) for p in packages)
+    unplaced = [c.cpu for c in cpus if c.cpu not in core_of]
+    note = (
+        f"{len(packages)} socket(s), {len(groups)} cores, up to {threads} thread(s) per core, "
+        "from the topology records"
+    )
+    if unplaced:
+        notes.append(
+            f"{len(unplaced)} CPU(s) have no topology records (offline when the dump was taken): "
+            + _ranges(unplaced)
+        )
+    sizes = {len(m) for m in groups.values()}
+    if len(sizes) > 1:
+        notes.append(f"cores have {sorted(sizes)} online threads: some siblings are offline")
+    return (
+        Topology(
+            cpus=n,
+            sockets=len(packages),
+            cores=len(groups),
+            cores_per_socket=cores_per_socket,
+            threads_per_core=threads,
+            inferred=False,
+            note=note,
+        ),
+        notes,
+    )
+
+
+def _ranges(cpus: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5', as the kernel prints CPU lists."""
+    out: list[str] = []
+    run: list[int] = []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+# ---------------------------------------------------------------------------------------- matching
+
+
+class Variant(_Model):
+    """A known rewrite of a built-in table: the same rows except the (latency, residency) listed."""
+
+    base: str
+    changes: dict[str, tuple[int, int]]
+    label: str
+
+
+KNOWN_VARIANTS: tuple[Variant, ...] = (
+    # skx_idle_state_table_update(): with the package C-state limit at PC0 or PC2 (PC6 disallowed
+    # in BIOS), intel_idle gives C6 the core-C6 figures (commit 64233338); SKX, CLX and CPX share it.
+    Variant(
+        base="skx",
+        changes={"C6": (92, 276)},
+        label="skx with package C6 disabled in BIOS (package limit PC0 or PC2)",
+    ),
+    # The icx table as first merged (v5.9); d484b8bfc6fa (5.13) moved C6 to 170/600 from wult data.
+    Variant(
+        base="icx",
+        changes={"C6": (128, 384)},
+        label="icx as in kernels 5.9-5.12 (C6 128/384, before d484b8bfc6fa)",
+    ),
+)
+
+# Table distance: per pair of same-named states, |ln| of the latency and residency ratios (+1 us so
+# that 0 and 1 us compare); a state on one side only costs as much as a factor e^2 off on both.
+_UNMATCHED_COST = 2.0
+
+
+class TableMatch(_Model):
+    """How a dump's table relates to the built-in ones."""
+
+    builtin: str  # the closest built-in platform (the one costs and power are borrowed from)
+    relation: Literal["equal", "variant", "closest"]
+    variant: str | None = None
+    distance: float
+    message: str
+
+
+def _norm(name: str) -> str:
+    # Old intel_idle names carried the platform ("C1-SKX"); turbostat cuts them at '-' too.
+    return name.split("-", 1)[0].upper()
+
+
+def _rows(dump: SysfsDump) -> list[tuple[str, int | None, int | None, str | None]]:
+    return [(s.name, s.latency_us, s.residency_us, s.mwait_hint) for s in dump.states]
+
+
+def _builtin_rows(p: Platform) -> list[tuple[str, float, float, str | None]]:
+    return [(s.name, s.exit_latency_us, s.target_residency_us, s.mwait_hint) for s in p.states]
+
+
+def _same(
+    dump_rows: list[tuple[str, int | None, int | None, str | None]],
+    rows: list[tuple[str, float, float, str | None]],
+) -> bool:
+    if len(dump_rows) != len(rows):
+        return False
+    for (name, lat, res, hint), (bname, blat, bres, bhint) in zip(dump_rows, rows, strict=True):
+        if name != bname or lat != blat or res != bres:
+            return False
+        if hint is not None and bhint is not None and hint != bhint:
+            return False
+    return True
+
+
+def table_distance(dump: SysfsDump, platform: Platform) -> float:
+    """0 for the same rows; larger the further apart (see `_UNMATCHED_COST`)."""
+    ours = {_norm(s.name): s for s in dump.states if s.index > 0 or s.name != "POLL"}
+    theirs = {_norm(s.name): s for s in platform.states if not s.is_poll}
+    d = 0.0
+    for key in ours.keys() | theirs.keys():
+        a, b = ours.get(key), theirs.get(key)
+        if a is None or b is None or a.latency_us is None or a.residency_us is None:
+            d += _UNMATCHED_COST
+            continue
+        d += abs(math.log((a.latency_us + 1) / (b.exit_latency_us + 1)))
+        d += abs(math.log((a.residency_us + 1) / (b.target_residency_us + 1)))
+    return d
+
+
+def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = None) -> TableMatch:
+    """Say whether the dump's table equals a built-in one, a known variant of one, or which is closest."""
+    platforms = dict(BUILTIN_PLATFORMS if builtins is None else builtins)
+    rows = _rows(dump)
+    for name in sorted(platforms):
+        if _same(rows, _builtin_rows(platforms[name])):
+            return TableMatch(
+                builtin=name,
+                relation="equal",
+                distance=0.0,
+                message=f"the table equals the built-in {name!r} table ({platforms[name].title})",
+            )
+    for v in KNOWN_VARIANTS:
+        if v.base not in platforms:
+            continue
+        base_rows = [
+            (n, float(v.changes[n][0]), float(v.changes[n][1]), h) if n in v.changes else (n, lat, res, h)
+            for n, lat, res, h in _builtin_rows(platforms[v.base])
+        ]
+        if _same(rows, base_rows):
+            return TableMatch(
+                builtin=v.base,
+                relation="variant",
+                variant=v.label,
+                distance=0.0,
+                message=f"the table is {v.label}",
+            )
+    scored = sorted((table_distance(dump, platforms[n]), n) for n in platforms)
+    dist, best = scored[0]
+    tied = [n for d, n in scored if math.isclose(d, dist)]
+    message = (
+        f"no built-in table matches; the closest is {best!r} ({platforms[best].title}), distance {dist:.2f}"
+    )
+    if len(tied) > 1:
+        message += f" (tied with {', '.join(repr(n) for n in tied[1:])}; the first by name is taken)"
+    return TableMatch(builtin=best, relation="closest", distance=round(dist, 6), message=message)
+
+
+# -------------------------------------------------------------------------------------- platforms
+
+
+def _borrowed(p: Param, base: str, what: str) -> Param:
+    """A value taken from a built-in platform: an estimate for this machine, its origin kept in the text."""
+    origin = f"{p.kind}: {p.source}" if p.source else p.kind
+    return Param(value=p.value, kind="estimate", source=f"borrowed from built-in {base!r} {what} ({origin})")
+
+
+def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, title: str = "") -> Platform:
+    """An engine `Platform` with the dump's table and topology; costs, power and per-state terms are
+    borrowed from the closest built-in platform (or `based_on`), labelled so.
+
+    State flags are not in sysfs: they come from the base's state of the same name (listed in the
+    notes); a state the driver leaves disabled by default gets CPUIDLE_FLAG_OFF.
+    """
+    if not 1 <= len(name) <= 64:
+        raise ValueError(f"name: 1 to 64 characters, got {len(name)}")
+    match = match_builtin(dump)
+    base_name = based_on or match.builtin
+    if base_name not in BUILTIN_PLATFORMS:
+        raise KeyError(f"unknown platform {base_name!r}; built-in: {', '.join(sorted(BUILTIN_PLATFORMS))}")
+    base = BUILTIN_PLATFORMS[base_name]
+    base_states = {_norm(s.name): s for s in base.states}
+    states: list[CState] = []
+    lines: list[int] = []
+    borrowed_flags: list[str] = []
+    renamed: list[str] = []  # sysfs names may hold blanks (haltpoll's "haltpoll idle"); engine names may not
+    for s in dump.states:
+        if s.latency_us is None or s.residency_us is None:
+            missing = "latency" if s.latency_us is None else "residency"
+            raise DumpError(s.line, f"state{s.index} ({s.name}) has no {missing} record")
+        twin = base_states.get(_norm(s.name))
+        flags = list(twin.flags) if twin is not None else []
+        if s.index == 0 and s.name == "POLL":
+            flags = ["CPUIDLE_FLAG_POLLING"]
+        elif flags:
+            borrowed_flags.append(f"{s.name}: {', '.join(flags)}")
+        if s.default_status == "disabled" and "CPUIDLE_FLAG_OFF" not in flags:
+            flags.append("CPUIDLE_FLAG_OFF")
+        engine_name = re.sub(r"[^A-Za-z0-9_\-]", "_", s.name)[:16]
+        if engine_name != s.name:
+            renamed.append(f"{s.name!r} -> {engine_name!r}")
+        fields: dict[str, object] = {
+            "name": engine_name,
+            "desc": s.desc or "",
+            "mwait_hint": s.mwait_hint,
+            "flags": flags,
+            "exit_latency_us": s.latency_us,
+            "target_residency_us": s.residency_us,
+        }
+        if twin is not None:
+            what = f"{twin.name}"
+            fields["entry_cost_ns"] = _borrowed(twin.entry_cost_ns, base_name, f"{what} entry cost")
+            fields["power_watts"] = _borrowed(twin.power_watts, base_name, f"{what} power")
+            # A median only carries over when the worst case it belongs to is the same.
+            if twin.exit_latency_median_us is not None and twin.exit_latency_us == s.latency_us:
+                fields["exit_latency_median_us"] = _borrowed(
+                    twin.exit_latency_median_us, base_name, f"{what} median exit latency"
+                )
+        try:
+            states.append(CState.model_validate(fields))
+        except ValidationError as err:
+            raise DumpError(s.line, f"state{s.index} ({s.name}): {_first_error(err)}") from None
+        lines.append(s.line)
+    try:
+        platform = custom_platform(name, states, base, title)
+    except (ValidationError, ValueError) as err:
+        msg = _first_error(err) if isinstance(err, ValidationError) else str(err)
+        m = re.search(r"states\.(\d+)", msg)
+        shift = 0 if states and states[0].name == "POLL" else 1  # custom_platform added POLL in front
+        line = lines[int(m.group(1)) - shift] if m and 0 <= int(m.group(1)) - shift < len(lines) else None
+        raise DumpError(line, msg) from None
+    topo = dump.topology
+    if 1 <= topo.sockets <= 8 and 1 <= topo.cores_per_socket <= 256:
+        topology = PlatformTopology(
+            sockets=topo.sockets,
+            cores_per_socket=topo.cores_per_socket,
+            part=dump.model_name or "",
+        )
+        topo_note = f"Topology from the dump: {topo.note}."
+    else:
+        topology = base.topology
+        topo_note = (
+            f"Topology borrowed from {base_name!r}: the dump's ({topo.sockets} sockets) is out of range."
+        )
+    costs = CostModel.model_validate(
+        {k: _borrowed(getattr(base.costs, k), base_name, k) for k in CostModel.model_fields}
+    )
+    notes = [
+        match.message + ".",
+        topo_note,
+        f"Cost model, busy power, per-state power and entry costs borrowed from the built-in {base_name!r} "
+        "platform (estimates for this machine).",
+    ]
+    if renamed:
+        notes.append("State names made engine-safe: " + ", ".join(renamed) + ".")
+    if borrowed_flags:
+        notes.append(
+            f"State flags (not in sysfs) borrowed from {base_name!r}: " + "; ".join(borrowed_flags) + "."
+        )
+    notes.extend(dump.notes)
+    source = "sysfs dump" + (f" of {dump.model_name}" if dump.model_name else "")
+    if dump.driver:
+        source += f", driver {dump.driver}"
+    data = platform.model_dump()
+    data.update(
+        title=title or f"{dump.model_name or 'imported machine'} ({match.message})"[:200],
+        source=source,
+        kernel=dump.kernel or "",
+        topology=topology.model_dump(),
+        costs=costs.model_dump(),
+        busy_watts=_borrowed(base.busy_watts, base_name, "busy power").model_dump(),
+        notes=notes,
+    )
+    return Platform.model_validate(data)
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = ".".join(str(x) for x in e["loc"])
+    return f"{loc}: {e['msg']}" if loc else str(e["msg"])
+
+
+# --------------------------------------------------------------------------------------- counters
+
+
+class StateShare(_Model):
+    """One state over every CPU: counter totals, residency share and above/below ratios."""
+
+    name: str
+    usage: int
+    time_us: int
+    above: int
+    below: int
+    rejected: int
+    share: float | None  # of elapsed CPU time (basis "uptime") or of idle time (basis "idle")
+    above_ratio: float | None  # above / usage: entries the governor should have made shallower
+    below_ratio: float | None  # below / usage: entries where a deeper state would have fit
+
+
+class CpuShares(_Model):
+    cpu: int
+    shares: list[float | None]  # by state index
+    idle_share: float | None  # all states together, basis "uptime" only
+
+
+class CounterSummary(_Model):
+    """The dump's counters as shares; cumulative since each CPU's cpuidle device registered."""
+
+    basis: Literal["uptime", "idle"]
+    note: str
+    states: list[StateShare]
+    idle_share: float | None  # basis "uptime": the share of CPU time in any idle state
+    per_cpu: list[CpuShares]
+
+
+def counter_summary(dump: SysfsDump) -> CounterSummary:
+    """Residency shares per state, per CPU and overall, and above/below ratios.
+
+    With `/proc/uptime` in the dump a state's share is its `time` over the elapsed time (so the
+    rest is C0, busy or in the idle loop outside any state); without it, shares are among idle
+    states only. `time` is what the kernel measured (it can exceed the hardware residency), and
+    a CPU onlined after boot counts from then, so its share is low.
+    """
+    n_states = len(dump.states)
+    up_us = dump.uptime_s * 1e6 if dump.uptime_s is not None else None
+    per_cpu: list[CpuShares] = []
+    totals = {k: [0] * n_states for k in ("usage", "time_us", "above", "below", "rejected")}
+    time_cpus = [0] * n_states  # CPUs that report each state's time, for the overall denominator
+    idle_sum_all = 0
+    for c in dump.cpus:
+        times = [ctr.time_us if ctr is not None else None for ctr in c.counters]
+        for i, ctr in enumerate(c.counters):
+            if ctr is None:
+                continue
+            for k in totals:
+                v = getattr(ctr, k)
+                if v is not None:
+                    totals[k][i] += v
+            if ctr.time_us is not None:
+                time_cpus[i] += 1
+        idle = sum(t for t in times if t is not None)
+        idle_sum_all += idle
+        if up_us is not None:
+            shares = [t / up_us if t is not None else None for t in times]
+            per_cpu.append(CpuShares(cpu=c.cpu, shares=shares, idle_share=idle / up_us))
+        else:
+            shares = [t / idle if t is not None and idle > 0 else None for t in times]
+            per_cpu.append(CpuShares(cpu=c.cpu, shares=shares, idle_share=None))
+    out_states: list[StateShare] = []
+    for i, s in enumerate(dump.states):
+        t = totals["time_us"][i]
+        if up_us is not None:
+            share = t / (up_us * time_cpus[i]) if time_cpus[i] else None
+        else:
+            share = t / idle_sum_all if idle_sum_all > 0 and time_cpus[i] else None
+        usage = totals["usage"][i]
+        out_states.append(
+            StateShare(
+                name=s.name,
+                usage=usage,
+                time_us=t,
+                above=totals["above"][i],
+                below=totals["below"][i],
+                rejected=totals["rejected"][i],
+                share=share,
+                above_ratio=totals["above"][i] / usage if usage else None,
+                below_ratio=totals["below"][i] / usage if usage else None,
+            )
+        )
+    if up_us is not None:
+        basis: Literal["uptime", "idle"] = "uptime"
+        note = (
+            f"shares of {dump.uptime_s:g} s of uptime per CPU (from /proc/uptime); counters run since each "
+            "CPU's cpuidle device registered, so a CPU onlined later shows less"
+        )
+        idle_share = idle_sum_all / (up_us * len(dump.cpus)) if dump.cpus else None
+    else:
+        basis = "idle"
+        note = "no /proc/uptime in the dump: shares are among idle states only (busy time unknown)"
+        idle_share = None
+    return CounterSummary(basis=basis, note=note, states=out_states, idle_share=idle_share, per_cpu=per_cpu)
