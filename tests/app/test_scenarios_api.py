@@ -24,6 +24,8 @@ NAMES = {
     "rfc-review-read-before-cmpxchg",
     "rfc-review-irqs-off",
     "mainline-tif-polling",
+    "pc6-disabled-skx",
+    "smt-sibling",
 }
 ROW_FIELDS = {"source", "metric", "unit", "published", "simulated", "tolerance", "ok", "kind"}
 
@@ -164,7 +166,7 @@ def test_validation_rows_all_ok(validation: dict[str, Any]) -> None:
     assert validation["engine_version"] == engine_version()
     for row in rows.values():
         assert ROW_FIELDS <= set(row), row
-        assert row["kind"] in ("calibrated", "predicted")
+        assert row["kind"] in ("calibrated", "predicted", "consistency")
         assert row["simulated"] is not None
         assert row["ok"], row
         assert row["runs"] and all(link["url"].endswith(f"/runs/{link['id']}") for link in row["runs"])
