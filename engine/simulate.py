@@ -116,7 +116,7 @@ class _Prepared:
         self.exit_extra_ns = np.where(ibrs, spec_ctrl_ns, 0).astype(np.int64)
         self.entry_ns += self.exit_extra_ns
         # Exit rows: the table's figures, then each state reached by the core alone (K.Table).
-        rows = [(s.exit_latency_us, s.median_exit_us()) for s in states]
+        rows = [(s.hw_exit_us().value, s.median_exit_us()) for s in states]
         rows += [(s.core_exit_us().value, s.core_median_exit_us()) for s in states]
         self.median_ns = np.array([m.value * 1000 for _, m in rows], dtype=np.float64)
         self.sigma = np.array(
