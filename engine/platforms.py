@@ -109,7 +109,7 @@ class CState(_Model):
         return {0: 1, 1: 1 + bool(m.group(2)), 2: 3, 3: 3, 4: 4, 5: 4, 6: 4}.get(number, 5)
 
     def hw_exit_us(self) -> Param:
-        """Worst-case exit drawn with the package in its deepest state (the table's figure unless measured)."""
+        """Worst-case exit drawn with the package in its deepest state (the table's unless measured)."""
         if self.hw_exit_latency_us is not None:
             return self.hw_exit_latency_us
         return Param(value=self.exit_latency_us, kind="kernel", source="the table's figure")
