@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from engine import SimConfig, SimResult, custom_platform, engine_version, load_platform, simulate
 from engine import kernel as K
-from engine.simulate import CHUNKS, _Prepared
+from engine.simulate import CHUNKS, _poll_limit_ns, _Prepared
 from engine.streams import SRC_IRQ, SRC_KERNEL, SRC_TIMERS, arrival_streams, first_uniforms, stream_seeds
 
 from .conftest import deep_update, exact_state, make_config, quiet
@@ -479,6 +479,41 @@ def test_poll_timeouts_are_not_wakeups() -> None:
     # Each wake-up by an event gives one WakeLatency sample; a time-out ends a stay without one.
     assert r.wakeups == r.latency["wake"].count
     assert r.wakeups < sum(s.usage for s in r.states)
+
+
+def kernel_poll_time(res_ns: list[int], enabled: list[bool], hz: int) -> int:
+    """cpuidle_poll_time() of drivers/cpuidle/cpuidle.c (6.x): CPUIDLE_POLL_MIN = 10 us,
+    CPUIDLE_POLL_MAX = TICK_NSEC / 16, TICK_NSEC = (NSEC_PER_SEC + HZ/2) / HZ."""
+    poll_max = (1_000_000_000 + hz // 2) // hz // 16
+    limit_ns = poll_max
+    for i in range(1, len(res_ns)):
+        if not enabled[i]:
+            continue
+        state_limit = res_ns[i]
+        if state_limit < 10_000:
+            continue
+        limit_ns = min(state_limit, poll_max)
+        break
+    return limit_ns
+
+
+def test_poll_time_limit_is_the_kernels() -> None:
+    # The built-in tables: C1E's 20 us on skx and wsm; icx's first state of at least 10 us is C6
+    # (600 us), capped at TICK_NSEC/16 = 250 us at HZ=250, and so is icx without C6 (no state
+    # qualifies). Then random tables, enabled masks and HZ against the transcription.
+    for name, disabled, want in (("skx", [], 20 * US), ("wsm", [], 20 * US), ("icx", [], 250 * US),
+                                 ("icx", ["C6"], 250 * US), ("skx", ["C1E"], 250 * US)):
+        run = _Prepared(make_config(platform=name, duration_ms=1.0, states={"disabled": disabled}))
+        assert run.ip[K.I_POLL_LIMIT] == want, (name, disabled)
+    rng = np.random.default_rng(16)
+    residencies = [1, 2, 4, 6, 9_999, 10_000, 20_000, 80_000, 600_000]
+    for _ in range(5_000):
+        n = int(rng.integers(1, 7))
+        res = [0] + sorted(int(x) for x in rng.choice(residencies, n))
+        enabled = [True] + [bool(x) for x in rng.random(n) < 0.7]
+        hz = int(rng.choice([100, 250, 300, 1000]))
+        got = _poll_limit_ns(np.array(res, dtype=np.int64), np.array(enabled), 1_000_000_000 // hz)
+        assert got == kernel_poll_time(res, enabled, hz), (res, enabled, hz)
 
 
 def test_locality_stats_count_only_no_wait_calls() -> None:
