@@ -280,6 +280,15 @@ def _tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
 
 
 @compiled(inline=True)
+def _tick_stays(cs: np.ndarray, c: int, t: int, timer: int, tick_ns: int) -> bool:
+    """tick_nohz_idle_stop_tick() keeps a running tick, whatever the governor asked, when the next
+    timer is due within one tick period of the last jiffy (tick_nohz_next_event() in
+    kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC` and not yet stopped). Here the
+    last jiffy is the last tick boundary; the RCU and irq_work reasons are not modelled."""
+    return cs[c, C_TICK_STOPPED] == 0 and timer <= _tick_after(cs, c, t, tick_ns)
+
+
+@compiled(inline=True)
 def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
     best = INF
     k_best = -1
@@ -899,7 +908,7 @@ def _enter_idle(
         ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
         sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
     )
-    if ip[I_NOHZ] == 1 and (stop or tick_stopped):
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
         cs[c, C_TICK_STOPPED] = 1
     else:
         cs[c, C_TICK_STOPPED] = 0

@@ -516,6 +516,34 @@ def test_poll_time_limit_is_the_kernels() -> None:
         assert got == kernel_poll_time(res, enabled, hz), (res, enabled, hz)
 
 
+def test_tick_stays_when_a_timer_is_due_within_the_period() -> None:
+    """tick_nohz_next_event() (kernel/time/tick-sched.c), as tick_nohz_idle_stop_tick() uses it:
+    basemono is the last jiffy update (the last tick boundary); if the next event is at most
+    TICK_NSEC after it and the tick is not stopped yet, the tick is kept whatever the governor
+    asked; a stopped tick stays stopped (reprogrammed). Random times, timers and tick hints."""
+    rng = np.random.default_rng(11)
+    cs = np.zeros((1, K.N_CPU_COLS), dtype=np.int64)
+    for _ in range(20_000):
+        tick_ns = 1_000_000_000 // int(rng.choice([100, 250, 300, 1000]))
+        t = int(rng.integers(0, 50 * tick_ns))
+        timer = t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)
+        stopped = bool(rng.random() < 0.3)
+        cs[0, K.C_TICK_STOPPED] = int(stopped)
+        cs[0, K.C_TICK_NEXT] = (t // tick_ns + int(rng.integers(-1, 3))) * tick_ns  # the CPU's tick hint
+        basemono = t // tick_ns * tick_ns
+        kernel_keeps = not stopped and timer - basemono <= tick_ns
+        assert bool(K._tick_stays(cs, 0, t, timer, tick_ns)) == kernel_keeps
+
+
+@pytest.mark.parametrize("governor", ["ladder", "menu", "teo"])
+def test_idle_cpus_stop_the_tick_under_every_governor(governor: str) -> None:
+    # Nothing but the tick: every governor asks to stop it (ladder because it never writes
+    # stop_tick, which cpuidle_idle_call() starts true) and no timer keeps it, so after the first
+    # idle entry no CPU wakes up again.
+    r = simulate(make_config(duration_ms=200.0, governor={"name": governor}, wakeups=quiet()))
+    assert r.wakeups == 0
+
+
 def test_locality_stats_count_only_no_wait_calls() -> None:
     r = simulate(
         make_config(
