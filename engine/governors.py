@@ -670,5 +670,7 @@ def reflect(
 
 @compiled(inline=True)
 def note_rejected(g: np.ndarray, c: int) -> None:
-    """A rejected entry leaves last_residency_ns at 0 and calls no reflect."""
+    """call_cpuidle() returned -EBUSY (NEED_RESCHED already set, kernel/sched/idle.c): it sets
+    last_residency_ns to 0 and cpuidle_reflect() is skipped, so menu pushes UINT_MAX at the next
+    select. A driver's refusal would do the same; poll_idle() and intel_idle never refuse."""
     g[c, G_LAST_RES] = 0

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import INF, note_rejected, reflect, select_state
+from engine.governors import G_TICK_WAKEUP, INF, note_rejected, reflect, select_state
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
@@ -558,7 +558,10 @@ def _call(
     send_ipi = True
     if mech == MECH_TIF:
         # set_nr_if_polling(): a plain read, then the cmpxchg only if the polling flag is set.
-        polling = waiting or (not target_idle and t < cs[dst, C_POLL_CLEAR_AT])
+        # The idle loop polls from its entry (do_idle()'s __current_set_polling()) through the
+        # governor's selection until call_cpuidle() clears the flag; the wait sets it again.
+        selecting = target_idle and t < cs[dst, C_IDLE_START]
+        polling = waiting or selecting or (not target_idle and t < cs[dst, C_POLL_CLEAR_AT])
         cyc += _word_read(cs, seen, ctr, fp, src, dst, False)
         if polling:
             cyc += _word_write(cs, seen, ctr, fp, src, dst, False)
@@ -625,6 +628,21 @@ def _post(cs: np.ndarray, dst: int, t: int, signal_type: int) -> None:
         cs[dst, C_SIGNAL_TYPE] = signal_type
 
 
+@compiled(inline=True)
+def _poll_handles(cs: np.ndarray, c: int, kind: int, q_kind: np.ndarray) -> bool:
+    """Whether an event may be an interrupt that wakes no task (so POLL goes on): the tick, a
+    device interrupt (if its draw has no work), an IPI whose queue holds no task wake-up. Timer
+    expiries wake their thread; a monitored-line write is NEED_RESCHED itself."""
+    if kind == EV_TICK or kind == EV_IRQ:
+        return True
+    if kind != EV_SIGNAL or cs[c, C_SIGNAL_TYPE] != 0:
+        return False
+    for i in range(cs[c, C_QLEN]):
+        if q_kind[c, i] == 1:
+            return False
+    return True
+
+
 # ------------------------------------------------------------------------------------- the loop
 
 
@@ -667,22 +685,59 @@ def run_until(
             start = cs[c, C_IDLE_START]
             mw = cs[c, C_MWAIT_AT]
             poll = s == 0 and is_poll0
-            if poll and t < mw and kind != EV_POLL_TIMEOUT:
-                # POLL entry refused: an interrupt was already pending.
-                st[ST_REJECTED, c, s] += 1
+            if t < start and kind == EV_SIGNAL and cs[c, C_SIGNAL_TYPE] == 1:
+                # NEED_RESCHED set while the idle task still polled (selection): call_cpuidle()'s
+                # current_clr_polling_and_test() returns -EBUSY before the driver runs
+                # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
+                # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
                 note_rejected(g, c)
+                if mech == MECH_TIF:
+                    _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
                 cs[c, C_MODE] = 0
                 cs[c, C_BUSY_UNTIL] = start
                 cs[c, C_FREE_AT] = start
                 cs[c, C_POLL_CLEAR_AT] = start
                 _schedule(cs, queue, c, ip, arr)
                 continue
+            irq_work = -1
+            if poll and kind != EV_POLL_TIMEOUT and _poll_handles(cs, c, kind, cpus.q_kind):
+                # poll_idle() runs with interrupts on and ends only on need_resched() or its time
+                # limit (drivers/cpuidle/poll_state.c): an interrupt that wakes no task is handled
+                # inside the loop, its handler inside POLL's residency.
+                handler = int(fp[P_TICK_HANDLER])
+                if kind == EV_IRQ:
+                    irq_work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+                    handler = int(fp[P_IRQ_HANDLER])
+                if irq_work <= 0:
+                    t_irq = max(t, mw, cs[c, C_FREE_AT]) + e_ns
+                    t_hend = t_irq + handler
+                    if kind == EV_SIGNAL:
+                        t_hend, _ = _drain(cpus, c, t_irq, fp, ip, stats)  # call functions only
+                        cs[c, C_SIGNAL_AT] = INF
+                    elif kind == EV_IRQ:
+                        _sample(stats, L_IRQ, t_irq - t)
+                        _take_irq(cs, c, arr)
+                    else:
+                        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
+                        g[c, G_TICK_WAKEUP] = 1  # tick_nohz_idle_got_tick() at the next reflect
+                    cs[c, C_FREE_AT] = t_hend  # not a wake-up: no WakeLatency or IntrLatency sample
+                    # The loop checks its time limit after the handler returns.
+                    cs[c, C_POLL_DEADLINE] = max(cs[c, C_POLL_DEADLINE], t_hend)
+                    _schedule(cs, queue, c, ip, arr)
+                    if ip[I_SPINNERS] > 0:
+                        _release_spinners(cs, queue, ip, arr)
+                    continue
             x = 0
             if not poll and t >= mw:
                 x = _exit_draw(rng, c, tab, s)
                 ssum[S_EXIT_SUM, s] += x
                 ssum[S_EXIT_N, s] += 1
+            # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
+            # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
+            # In POLL, one taken after a handler the loop ran for another.
             t_hw = max(t, mw) + x
+            if poll:
+                t_hw = max(t_hw, cs[c, C_FREE_AT])
             interrupt = kind == EV_TIMER or kind == EV_TICK or kind == EV_IRQ
             if kind == EV_SIGNAL:
                 interrupt = cs[c, C_SIGNAL_TYPE] == 0
@@ -730,7 +785,9 @@ def run_until(
                     wakes_task = True
                 elif kind == EV_IRQ:
                     _sample(stats, L_IRQ, t_irq - t)
-                    task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+                    task_ns = irq_work  # drawn already when POLL had to know
+                    if task_ns < 0:
+                        task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
                     wakes_task = task_ns > 0
             else:
                 # Woken through the monitored line: no interrupt; RFC targets wait for WOKENUP.
@@ -758,7 +815,8 @@ def run_until(
             elif kind == EV_TICK:
                 cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
             last_res = _account_idle(st, c, s, start, ret, t_end, tab)
-            reflect(ip[I_GOV], g, c, s, last_res, kind == EV_TICK, kind == EV_POLL_TIMEOUT)
+            got_tick = kind == EV_TICK or g[c, G_TICK_WAKEUP] != 0  # a tick handled in POLL counts too
+            reflect(ip[I_GOV], g, c, s, last_res, got_tick, kind == EV_POLL_TIMEOUT)
             if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
                 i = ctr[K_TL]
                 tl[i, 0] = c
@@ -908,6 +966,7 @@ def _enter_idle(
         ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
         sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
     )
+    g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
     if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
         cs[c, C_TICK_STOPPED] = 1
     else:
