@@ -388,7 +388,9 @@ def _word_read(
     cyc = _transfer(cs, ctr, fp, r, holder, by_target)
     cs[t, C_WORD_OWNER] = -1
     seen[r, t] = cs[t, C_WORD_VER]
-    cs[t, C_WORD_READER] = r
+    # The holder keeps its copy (shared): remember it as a sharer other than this reader, whose
+    # copy a write by the reader must invalidate.
+    cs[t, C_WORD_READER] = holder
     return cyc
 
 
@@ -405,9 +407,21 @@ def _word_write(
     owner = cs[t, C_WORD_OWNER]
     cyc = 0.0
     if owner != w:
-        # Pull the line exclusive, or invalidate the other sharers' copies: one round trip either way.
+        # Pull the line exclusive, or invalidate the other sharers' copies: one round trip either
+        # way, also when the writer itself holds a shared copy (it read the word first, as
+        # set_nr_if_polling() does): the copy the target MONITORs is what the write must
+        # invalidate to end its MWAIT.
         holder = owner if owner >= 0 else cs[t, C_WORD_READER]
-        if holder != w:
+        if holder == w:
+            holder = -1
+            if t != w and seen[t, t] == cs[t, C_WORD_VER]:
+                holder = t
+            else:
+                for r in range(cs.shape[0]):  # rare: the writer was the sharer remembered
+                    if r != w and seen[r, t] == cs[t, C_WORD_VER]:
+                        holder = r
+                        break
+        if holder >= 0:
             cyc = _transfer(cs, ctr, fp, w, holder, by_target)
     cs[t, C_WORD_OWNER] = w
     cs[t, C_WORD_VER] += 1
@@ -516,6 +530,20 @@ def _call(
 
     Returns the sender's cost in TSC cycles (csd_lock() wait included: `spun_cyc` is a wait
     already spent spinning) and posts the signal that will wake the target.
+
+    Every path counts the line transfers of every party the same way (_word_read, _word_write):
+    the locked write that wakes a target out of MWAIT pays for invalidating the copy the target
+    MONITORs, also after the sender's own read of the word (set_nr_if_polling() reads, then
+    cmpxchg's). Counting that transfer, which the polling-flag path used to miss, moves the sender
+    cycles to an idle target (mainline-tif-polling's load, targets in POLL or C1, 2 x 6 cores):
+    polling flag, same / other socket, skx 1489 / 2000 -> 1632 / 2407 against the IPI's 1720 /
+    2067; icx 1405 / 1724 -> 1556 / 2038 against 1619 / 1873; wsm 1171 / 1360 -> 1272 / 1560
+    against 1800 / 1999. So on skx and icx the polling flag now costs the sender more than an IPI
+    across sockets (five transfers a call: two for the csd, the call queue, the read and the
+    invalidation, against the IPI's three and its x2APIC write), and stays cheaper on the same
+    socket and on Westmere (cheaper remote lines). The RFC word's target side gains its own
+    missed transfer (its RUNNING write invalidates the sender's copy of WOKENUP), not the
+    sender's cost.
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
     q_t, q_kind, q_src = cpus.q_t, cpus.q_kind, cpus.q_src

@@ -231,6 +231,7 @@ class _Prepared:
         self.q_kind = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.q_src = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.seen = np.full((n, n), -1, dtype=np.int64)
+        np.fill_diagonal(self.seen, 0)  # each CPU holds its own idle word's line at the start
         self.rng = seeds[:, SRC_KERNEL].copy()
         self.st = np.zeros((6, n, S), dtype=np.int64)
         self.ssum = np.zeros((6, S), dtype=np.int64)

@@ -651,6 +651,49 @@ def test_poll_ends_only_on_need_resched_or_its_time_limit() -> None:
     assert 500 < busy.wakeups <= busy.latency["irq"].count
 
 
+def test_idle_word_line_transfers_follow_the_coherence_rule() -> None:
+    """Every party's transfers of an idle word's line, on random sequences of reads and locked
+    writes by random CPUs, against a plain directory model: a read of a line another cache holds
+    costs one transfer and leaves both copies shared; a write costs one round trip whenever any
+    other cache holds the line, modified or shared, and leaves the writer the only copy. So the
+    read-then-cmpxchg of set_nr_if_polling() (kernel/sched/core.c) pays for the read and for
+    invalidating the target's copy, which is the copy its MONITOR watches (DESIGN.md, Coherence).
+    """
+    rng = np.random.default_rng(6)
+    n = 6
+    fp = np.zeros(K.N_FP)
+    fp[K.P_TSC_GHZ], fp[K.P_LINE_SAME], fp[K.P_LINE_OTHER] = 2.0, 50.0, 130.0
+    for _ in range(300):
+        cs = np.zeros((n, K.N_CPU_COLS), dtype=np.int64)
+        cs[:, K.C_SOCKET] = np.arange(n) // 3
+        cs[:, K.C_WORD_OWNER] = np.arange(n)  # each CPU starts holding its own word
+        cs[:, K.C_WORD_READER] = np.arange(n)
+        seen = _Prepared(make_config(topology={"sockets": 2, "cores_per_socket": 3}, duration_ms=1.0)).seen
+        ctr = np.zeros(K.N_CTR, dtype=np.int64)
+        owner: list[int | None] = list(range(n))
+        sharers: list[set[int]] = [set() for _ in range(n)]
+        for _ in range(40):
+            party, word, write = int(rng.integers(n)), int(rng.integers(n)), bool(rng.random() < 0.5)
+            if write:
+                others = owner[word] is not None or bool(sharers[word] - {party})
+                want = int(owner[word] != party and others)
+                owner[word], sharers[word] = party, set()
+                cyc = K._word_write(cs, seen, ctr, fp, party, word, False)
+            else:
+                if owner[word] == party or party in sharers[word]:
+                    want = 0
+                else:
+                    want = 1
+                    if owner[word] is not None:
+                        sharers[word] = {owner[word], party}  # type: ignore[arg-type]
+                        owner[word] = None
+                    else:
+                        sharers[word].add(party)
+                cyc = K._word_read(cs, seen, ctr, fp, party, word, False)
+            assert (cyc > 0) == bool(want), (party, word, write)
+        assert ctr[K.K_LT_SAME] + ctr[K.K_LT_SAME + 1] == ctr[K.K_LT_SENDER]
+
+
 def test_locality_stats_count_only_no_wait_calls() -> None:
     r = simulate(
         make_config(
