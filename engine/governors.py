@@ -4,12 +4,17 @@ Each governor keeps its per-CPU data in one row of an int64 matrix `g` (columns 
 compiled event loop can carry every governor without objects. Times are ns; `INF` stands for
 KTIME_MAX. Which kernel each follows:
 
-- menu: menu.c after "cpuidle: menu: Remove iowait influence" (38f83090f515, ~v6.13): six
-  buckets, typical-interval detector over 8 intervals, no performance multiplier.
-- teo: teo.c with "teo: Rework the handling of tick wakeups" (posted Nov 2025): hits/intercepts
-  per state bin, short_idles, total_tick, tick_intercepts; no util-awareness, no NR_RECENT.
-- ladder: ladder.c (5.x+, ns), promotion after 4 long stays, demotion after 1 short one; it keeps
-  the tick running (DESIGN.md).
+- menu: menu.c of v6.18.y with 07d815701274 backported (6.18.y stable, January 2026): on top of
+  38f83090f515 (iowait influence removed, v6.13), the POLL rule of 779b1a1cb13a (latency check
+  first, `latency_req = predicted_ns` gone), db86f55bf81a (`exit_latency_ns <= predicted_ns`) and
+  07d815701274 (`target_residency_ns < RESIDENCY_THRESHOLD_NS`). Not 80606f4eb8d7 (timers read
+  whenever the tick is stopped), which reached 6.18.y later (stable queue of February 2026).
+- teo: teo.c with 083654ded547 "cpuidle: governors: teo: Rework the handling of tick wakeups"
+  (mainline after v6.18): hits/intercepts per state bin, short_idles, total_tick,
+  tick_intercepts; no util-awareness, no NR_RECENT.
+- ladder: ladder.c of v6.18 (ns thresholds), promotion after 4 long stays, demotion after 1 short
+  one. Its select never writes `stop_tick`, which cpuidle_idle_call() sets to true before calling
+  it (kernel/sched/idle.c), so ladder asks to stop the tick at every idle entry.
 - oracle: knows when the CPU's next wake-up comes; the lower bound of regret.
 - fixed: always the configured state (the C1-only experiments), within PM QoS.
 """
@@ -28,9 +33,10 @@ GOVERNOR_IDS = {
     "menu": GOV_MENU, "teo": GOV_TEO, "ladder": GOV_LADDER, "oracle": GOV_ORACLE, "fixed": GOV_FIXED
 }
 GOVERNOR_KERNEL = {
-    "menu": "menu.c as of ~v6.13+ (iowait influence removed, 38f83090f515)",
-    "teo": "teo.c with the Nov 2025 tick-wakeup rework",
-    "ladder": "ladder.c as of 5.x+ (ns thresholds)",
+    "menu": "menu.c of v6.18.y with 07d815701274 backported (POLL rule of 779b1a1cb13a, db86f55bf81a, "
+    "07d815701274; iowait influence removed by 38f83090f515); without 80606f4eb8d7",
+    "teo": "teo.c with 083654ded547 (Rework the handling of tick wakeups), mainline after v6.18",
+    "ladder": "ladder.c of v6.18 (ns thresholds; never writes stop_tick, so the tick is stopped)",
     "oracle": "not a kernel governor: knows the next wake-up",
     "fixed": "not a kernel governor: one state only",
 }
@@ -331,7 +337,12 @@ def menu_select(
         if res_ns[i] <= predicted:
             idx = i
             continue
-        if idx == 0 and is_poll0 and res_ns[i] < RESIDENCY_THRESHOLD_NS and res_ns[i] <= next_timer:
+        # A real state instead of POLL: 07d815701274 (residency under 15 us), db86f55bf81a (exit
+        # latency within the prediction), and a timer not due before its residency.
+        if (
+            idx == 0 and is_poll0 and res_ns[i] < RESIDENCY_THRESHOLD_NS and res_ns[i] <= next_timer
+            and exit_ns[i] <= predicted
+        ):
             predicted = res_ns[i]
             idx = i
             break
@@ -622,7 +633,8 @@ def select_state(
             tick_ns,
         )
     if gov == GOV_LADDER:
-        return ladder_select(g, c, exit_ns, enabled, is_poll0, latency_req), False
+        # ladder_select() leaves stop_tick as cpuidle_idle_call() set it: true (kernel/sched/idle.c).
+        return ladder_select(g, c, exit_ns, enabled, is_poll0, latency_req), True
     if gov == GOV_ORACLE:
         idx = _deepest_fitting(res_ns, exit_ns, enabled, latency_req, oracle_ns)
         return idx, not (idx == 0 and is_poll0) and oracle_ns > delta_tick
@@ -658,5 +670,7 @@ def reflect(
 
 @compiled(inline=True)
 def note_rejected(g: np.ndarray, c: int) -> None:
-    """A rejected entry leaves last_residency_ns at 0 and calls no reflect."""
+    """call_cpuidle() returned -EBUSY (NEED_RESCHED already set, kernel/sched/idle.c): it sets
+    last_residency_ns to 0 and cpuidle_reflect() is skipped, so menu pushes UINT_MAX at the next
+    select. A driver's refusal would do the same; poll_idle() and intel_idle never refuse."""
     g[c, G_LAST_RES] = 0

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import INF, note_rejected, reflect, select_state
+from engine.governors import G_TICK_WAKEUP, INF, note_rejected, reflect, select_state
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
@@ -385,6 +385,15 @@ def _tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
 
 
 @compiled(inline=True)
+def _tick_stays(cs: np.ndarray, c: int, t: int, timer: int, tick_ns: int) -> bool:
+    """tick_nohz_idle_stop_tick() keeps a running tick, whatever the governor asked, when the next
+    timer is due within one tick period of the last jiffy (tick_nohz_next_event() in
+    kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC` and not yet stopped). Here the
+    last jiffy is the last tick boundary; the RCU and irq_work reasons are not modelled."""
+    return cs[c, C_TICK_STOPPED] == 0 and timer <= _tick_after(cs, c, t, tick_ns)
+
+
+@compiled(inline=True)
 def _next_timer(tm_next: np.ndarray, c: int) -> tuple[int, int]:
     best = INF
     k_best = -1
@@ -484,7 +493,9 @@ def _word_read(
     cyc = _transfer(cs, ctr, fp, r, holder, by_target)
     cs[t, C_WORD_OWNER] = -1
     seen[r, t] = cs[t, C_WORD_VER]
-    cs[t, C_WORD_READER] = r
+    # The holder keeps its copy (shared): remember it as a sharer other than this reader, whose
+    # copy a write by the reader must invalidate.
+    cs[t, C_WORD_READER] = holder
     return cyc
 
 
@@ -501,9 +512,21 @@ def _word_write(
     owner = cs[t, C_WORD_OWNER]
     cyc = 0.0
     if owner != w:
-        # Pull the line exclusive, or invalidate the other sharers' copies: one round trip either way.
+        # Pull the line exclusive, or invalidate the other sharers' copies: one round trip either
+        # way, also when the writer itself holds a shared copy (it read the word first, as
+        # set_nr_if_polling() does): the copy the target MONITORs is what the write must
+        # invalidate to end its MWAIT.
         holder = owner if owner >= 0 else cs[t, C_WORD_READER]
-        if holder != w:
+        if holder == w:
+            holder = -1
+            if t != w and seen[t, t] == cs[t, C_WORD_VER]:
+                holder = t
+            else:
+                for r in range(cs.shape[0]):  # rare: the writer was the sharer remembered
+                    if r != w and seen[r, t] == cs[t, C_WORD_VER]:
+                        holder = r
+                        break
+        if holder >= 0:
             cyc = _transfer(cs, ctr, fp, w, holder, by_target)
     cs[t, C_WORD_OWNER] = w
     cs[t, C_WORD_VER] += 1
@@ -612,6 +635,20 @@ def _call(
 
     Returns the sender's cost in TSC cycles (csd_lock() wait included: `spun_cyc` is a wait
     already spent spinning) and posts the signal that will wake the target.
+
+    Every path counts the line transfers of every party the same way (_word_read, _word_write):
+    the locked write that wakes a target out of MWAIT pays for invalidating the copy the target
+    MONITORs, also after the sender's own read of the word (set_nr_if_polling() reads, then
+    cmpxchg's). Counting that transfer, which the polling-flag path used to miss, moves the sender
+    cycles to an idle target (mainline-tif-polling's load, targets in POLL or C1, 2 x 6 cores):
+    polling flag, same / other socket, skx 1489 / 2000 -> 1632 / 2407 against the IPI's 1720 /
+    2067; icx 1405 / 1724 -> 1556 / 2038 against 1619 / 1873; wsm 1171 / 1360 -> 1272 / 1560
+    against 1800 / 1999. So on skx and icx the polling flag now costs the sender more than an IPI
+    across sockets (five transfers a call: two for the csd, the call queue, the read and the
+    invalidation, against the IPI's three and its x2APIC write), and stays cheaper on the same
+    socket and on Westmere (cheaper remote lines). The RFC word's target side gains its own
+    missed transfer (its RUNNING write invalidates the sender's copy of WOKENUP), not the
+    sender's cost.
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
     q_t, q_kind, q_src = cpus.q_t, cpus.q_kind, cpus.q_src
@@ -654,7 +691,10 @@ def _call(
     send_ipi = True
     if mech == MECH_TIF:
         # set_nr_if_polling(): a plain read, then the cmpxchg only if the polling flag is set.
-        polling = waiting or (not target_idle and t < cs[dst, C_POLL_CLEAR_AT])
+        # The idle loop polls from its entry (do_idle()'s __current_set_polling()) through the
+        # governor's selection until call_cpuidle() clears the flag; the wait sets it again.
+        selecting = target_idle and t < cs[dst, C_IDLE_START]
+        polling = waiting or selecting or (not target_idle and t < cs[dst, C_POLL_CLEAR_AT])
         cyc += _word_read(cs, seen, ctr, fp, src, dst, False)
         if polling:
             cyc += _word_write(cs, seen, ctr, fp, src, dst, False)
@@ -721,6 +761,21 @@ def _post(cs: np.ndarray, dst: int, t: int, signal_type: int) -> None:
         cs[dst, C_SIGNAL_TYPE] = signal_type
 
 
+@compiled(inline=True)
+def _poll_handles(cs: np.ndarray, c: int, kind: int, q_kind: np.ndarray) -> bool:
+    """Whether an event may be an interrupt that wakes no task (so POLL goes on): the tick, a
+    device interrupt (if its draw has no work), an IPI whose queue holds no task wake-up. Timer
+    expiries wake their thread; a monitored-line write is NEED_RESCHED itself."""
+    if kind == EV_TICK or kind == EV_IRQ:
+        return True
+    if kind != EV_SIGNAL or cs[c, C_SIGNAL_TYPE] != 0:
+        return False
+    for i in range(cs[c, C_QLEN]):
+        if q_kind[c, i] == 1:
+            return False
+    return True
+
+
 # ------------------------------------------------------------------------------------- the loop
 
 
@@ -765,23 +820,61 @@ def run_until(
             start = cs[c, C_IDLE_START]
             mw = cs[c, C_MWAIT_AT]
             poll = s == 0 and is_poll0
-            if poll and t < mw and kind != EV_POLL_TIMEOUT:
-                # POLL entry refused: an interrupt was already pending.
-                st[ST_REJECTED, c, s] += 1
+            if t < start and kind == EV_SIGNAL and cs[c, C_SIGNAL_TYPE] == 1:
+                # NEED_RESCHED set while the idle task still polled (selection): call_cpuidle()'s
+                # current_clr_polling_and_test() returns -EBUSY before the driver runs
+                # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
+                # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
                 note_rejected(g, c)
+                _hw_leave(cs, hw, threads, c, t)  # the wait never started: an empty interval
+                if mech == MECH_TIF:
+                    _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
                 cs[c, C_MODE] = 0
                 cs[c, C_BUSY_UNTIL] = start
                 cs[c, C_FREE_AT] = start
                 cs[c, C_POLL_CLEAR_AT] = start
                 _schedule(cs, queue, c, ip, arr)
                 continue
+            irq_work = -1
+            if poll and kind != EV_POLL_TIMEOUT and _poll_handles(cs, c, kind, cpus.q_kind):
+                # poll_idle() runs with interrupts on and ends only on need_resched() or its time
+                # limit (drivers/cpuidle/poll_state.c): an interrupt that wakes no task is handled
+                # inside the loop, its handler inside POLL's residency.
+                handler = int(fp[P_TICK_HANDLER])
+                if kind == EV_IRQ:
+                    irq_work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+                    handler = int(fp[P_IRQ_HANDLER])
+                if irq_work <= 0:
+                    t_irq = max(t, mw, cs[c, C_FREE_AT]) + e_ns
+                    t_hend = t_irq + handler
+                    if kind == EV_SIGNAL:
+                        t_hend, _ = _drain(cpus, c, t_irq, fp, ip, stats)  # call functions only
+                        cs[c, C_SIGNAL_AT] = INF
+                    elif kind == EV_IRQ:
+                        _sample(stats, L_IRQ, t_irq - t)
+                        _take_irq(cs, c, arr)
+                    else:
+                        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
+                        g[c, G_TICK_WAKEUP] = 1  # tick_nohz_idle_got_tick() at the next reflect
+                    cs[c, C_FREE_AT] = t_hend  # not a wake-up: no WakeLatency or IntrLatency sample
+                    # The loop checks its time limit after the handler returns.
+                    cs[c, C_POLL_DEADLINE] = max(cs[c, C_POLL_DEADLINE], t_hend)
+                    _schedule(cs, queue, c, ip, arr)
+                    if ip[I_SPINNERS] > 0:
+                        _release_spinners(cs, queue, ip, arr)
+                    continue
             x = 0
             if not poll and t >= mw:
                 x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
                 ssum[S_EXIT_SUM, s] += x
                 ssum[S_EXIT_N, s] += 1
             _hw_leave(cs, hw, threads, c, t)
+            # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
+            # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
+            # In POLL, one taken after a handler the loop ran for another.
             t_hw = max(t, mw) + x
+            if poll:
+                t_hw = max(t_hw, cs[c, C_FREE_AT])
             interrupt = kind == EV_TIMER or kind == EV_TICK or kind == EV_IRQ
             if kind == EV_SIGNAL:
                 interrupt = cs[c, C_SIGNAL_TYPE] == 0
@@ -829,7 +922,9 @@ def run_until(
                     wakes_task = True
                 elif kind == EV_IRQ:
                     _sample(stats, L_IRQ, t_irq - t)
-                    task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+                    task_ns = irq_work  # drawn already when POLL had to know
+                    if task_ns < 0:
+                        task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
                     wakes_task = task_ns > 0
             else:
                 # Woken through the monitored line: no interrupt; RFC targets wait for WOKENUP.
@@ -857,7 +952,8 @@ def run_until(
             elif kind == EV_TICK:
                 cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
             last_res = _account_idle(st, c, s, start, ret, t_end, tab)
-            reflect(ip[I_GOV], g, c, s, last_res, kind == EV_TICK, kind == EV_POLL_TIMEOUT)
+            got_tick = kind == EV_TICK or g[c, G_TICK_WAKEUP] != 0  # a tick handled in POLL counts too
+            reflect(ip[I_GOV], g, c, s, last_res, got_tick, kind == EV_POLL_TIMEOUT)
             if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
                 i = ctr[K_TL]
                 tl[i, 0] = c
@@ -1008,7 +1104,8 @@ def _enter_idle(
         ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
         sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
     )
-    if ip[I_NOHZ] == 1 and (stop or tick_stopped):
+    g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
         cs[c, C_TICK_STOPPED] = 1
     else:
         cs[c, C_TICK_STOPPED] = 0

@@ -40,7 +40,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.4.0"
+ENGINE_VERSION = "0.5.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -241,6 +241,7 @@ class _Prepared:
         self.q_kind = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.q_src = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.seen = np.full((n, n), -1, dtype=np.int64)
+        np.fill_diagonal(self.seen, 0)  # each CPU holds its own idle word's line at the start
         self.rng = seeds[:, SRC_KERNEL].copy()
         self.st = np.zeros((6, n, S), dtype=np.int64)
         self.ssum = np.zeros((6, S), dtype=np.int64)
@@ -420,15 +421,15 @@ def _irq_on(state: CState, config: SimConfig) -> bool:
 
 
 def _poll_limit_ns(res_ns: np.ndarray, enabled: np.ndarray, tick_ns: int) -> int:
-    """cpuidle_poll_time(): the first enabled state's residency of at least 10 us, capped at TICK_NSEC/16."""
-    limit = tick_ns
+    """cpuidle_poll_time() (drivers/cpuidle/cpuidle.c): the target residency of the first enabled
+    state after POLL whose residency is at least CPUIDLE_POLL_MIN (10 us; shorter ones are skipped),
+    capped at CPUIDLE_POLL_MAX = TICK_NSEC/16, which is also the limit when no state qualifies."""
+    limit = tick_ns // 16
     for i in range(1, len(res_ns)):
-        if not enabled[i]:
+        if not enabled[i] or res_ns[i] < CPUIDLE_POLL_MIN_NS:
             continue
-        limit = int(res_ns[i])
-        if limit >= CPUIDLE_POLL_MIN_NS:
-            break
-    return max(CPUIDLE_POLL_MIN_NS, min(limit, tick_ns // 16))
+        return min(int(res_ns[i]), limit)
+    return limit
 
 
 def _mean(total: float, count: float) -> float | None:

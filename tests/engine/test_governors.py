@@ -393,10 +393,20 @@ def test_menu_short_typical_interval_skips_the_timer(skx: Table) -> None:
     assert g[0, G_M_BUCKET] == BUCKETS - 1
 
 
-def test_menu_prefers_c1_over_poll_below_15us(skx: Table) -> None:
-    # typical 1 us: POLL fits (0 <= 1 us), C1 (2 us) does not; but the pick is POLL and C1's
-    # residency is < 15 us and <= next_timer (KTIME_MAX), so menu takes C1 instead.
-    assert menu(steady_menu(1), skx) == (C1, False)
+def test_menu_keeps_poll_when_c1_exit_latency_exceeds_prediction(skx: Table) -> None:
+    # typical 1 us: POLL fits (0 <= 1 us), C1 (2 us) does not. C1's residency is < 15 us and <=
+    # next_timer (KTIME_MAX), but its exit latency (2 us) is over the prediction (1 us), so
+    # db86f55bf81a keeps POLL; POLL keeps the tick.
+    assert menu(steady_menu(1), skx) == (POLL, False)
+
+
+def test_menu_prefers_c1_over_poll_when_its_exit_fits() -> None:
+    # wsm's C1 is 3 us exit / 6 us residency. typical 4 us: C1's residency does not fit, but it is
+    # < 15 us, <= next_timer, and its exit latency (3 us) <= the prediction (4 us): C1 instead of
+    # POLL. typical 2 us: the exit latency does not fit, POLL stays.
+    wsm = Table("wsm")
+    assert menu(steady_menu(4), wsm) == (C1, False)
+    assert menu(steady_menu(2), wsm) == (POLL, False)
 
 
 def test_menu_pm_qos_limit(skx: Table) -> None:
@@ -427,6 +437,119 @@ def test_menu_works_on_its_cpu_row_only(skx: Table) -> None:
     before = g[0].copy()
     assert menu(g, skx, c=1) == (C1E, False)
     assert (g[0] == before).all()
+
+
+KTIME_MAX = (1 << 63) - 1
+RESIDENCY_THRESHOLD_NS = 15 * US
+
+
+def kernel_menu_select(
+    intervals_us: list[int],
+    correction: list[int],
+    t: Table,
+    enabled: np.ndarray,
+    latency_req: int,
+    sleep_length: int,
+    delta_tick: int,
+    tick_stopped: bool,
+) -> tuple[int, bool]:
+    """menu_select() of v6.18.y with 07d815701274 backported, no update pending, state 0 POLL.
+
+    Transcribed from drivers/cpuidle/governors/menu.c as 6.18.y has it after the January 2026
+    stable backport of 07d815701274 (on db86f55bf81a and 779b1a1cb13a): the latency check comes
+    first in the walk, and a real state replaces POLL only if its target residency is below
+    RESIDENCY_THRESHOLD_NS, not after the next timer, and its exit latency is within the
+    prediction. `stop_tick` starts true, as cpuidle_idle_call() passes it.
+    """
+    res, ext = t.res_ns.tolist(), t.exit_ns.tolist()
+    stop_tick = True
+    predicted_ns = kernel_typical_interval(intervals_us) * US
+    if predicted_ns > RESIDENCY_THRESHOLD_NS:
+        next_timer_ns = max(sleep_length, 0)
+        bucket = sum(next_timer_ns >= b for b in (10 * US, 100 * US, MS, 10 * MS, 100 * MS))
+        timer_us = (1024 * 8 * US // 2 + next_timer_ns * correction[bucket]) // (1024 * 8 * US)
+        predicted_ns = min(timer_us * US, predicted_ns)
+    else:
+        next_timer_ns = KTIME_MAX
+        delta_tick = TICK_NS // 2
+    if latency_req == 0 or ((next_timer_ns < res[1] or latency_req < ext[1]) and enabled[0]):
+        return 0, False  # state 0 is POLL: keep the tick
+    if tick_stopped and predicted_ns < TICK_NS:
+        predicted_ns = next_timer_ns
+    idx = -1
+    for i in range(len(res)):
+        if not enabled[i]:
+            continue
+        if idx == -1:
+            idx = i
+        if ext[i] > latency_req:
+            break
+        if res[i] <= predicted_ns:
+            idx = i
+            continue
+        polling = idx == 0  # drv->states[idx].flags & CPUIDLE_FLAG_POLLING
+        if polling and res[i] < RESIDENCY_THRESHOLD_NS and res[i] <= next_timer_ns and ext[i] <= predicted_ns:
+            predicted_ns = res[i]
+            idx = i
+            break
+        if predicted_ns < TICK_NS:
+            break
+        if not tick_stopped:
+            predicted_ns = res[idx]
+            break
+        if res[idx] < TICK_NS and res[i] <= delta_tick:
+            idx = i
+        return idx, stop_tick
+    if idx == -1:
+        idx = 0
+    if (idx == 0 or predicted_ns < TICK_NS) and not tick_stopped:
+        stop_tick = False
+        if idx > 0 and res[idx] > delta_tick:
+            for i in range(idx - 1, -1, -1):
+                if not enabled[i]:
+                    continue
+                idx = i
+                if res[i] <= delta_tick:
+                    break
+    return idx, stop_tick
+
+
+def test_menu_select_is_the_kernels_on_random_short_intervals() -> None:
+    # 24,000 selections on the skx, icx and wsm tables with mostly short recent intervals (where
+    # the POLL rule decides), random correction factors, timers, tick distances, PM QoS limits,
+    # disabled states and tick states, against the transcription of v6.18.y's menu_select().
+    rng = np.random.default_rng(18)
+    tables = [Table("skx"), Table("icx"), Table("wsm")]
+    poll_rule = 0
+    for _ in range(24_000):
+        t = tables[int(rng.integers(3))]
+        n = len(t.names)
+        if rng.random() < 0.7:
+            intervals = [int(x) for x in rng.integers(0, 8 if rng.random() < 0.5 else 30, INTERVALS)]
+        else:
+            intervals = [int(x) for x in rng.exponential(rng.choice([5, 50, 500, 5000]), INTERVALS)]
+        correction = [int(x) for x in rng.integers(512, 8193, BUCKETS)]
+        enabled = np.ones(n, dtype=np.bool_)
+        if rng.random() < 0.3:
+            enabled[rng.integers(n, size=rng.integers(1, n))] = False
+        latency_req = int(INF) if rng.random() < 0.8 else int(rng.choice([0, 1, 2, 3, 5, 20, 200]) * US)
+        sleep_length = int(np.exp(rng.uniform(np.log(500), np.log(60 * MS))))
+        delta_tick = int(rng.integers(1, TICK_NS + 1))
+        tick_stopped = bool(rng.random() < 0.2)
+        g = init_governor_state(1, n, 1)
+        load_intervals(g, 0, intervals)
+        g[0, G_LAST_RES] = 1  # the last entry was not refused: no UINT_MAX push
+        g[0, G_M_CF : G_M_CF + BUCKETS] = correction
+        got = menu_select(
+            g, 0, t.res_ns, t.exit_ns, enabled, True, latency_req, sleep_length, delta_tick, tick_stopped,
+            TICK_NS,
+        )
+        want = kernel_menu_select(
+            intervals, correction, t, enabled, latency_req, sleep_length, delta_tick, tick_stopped
+        )
+        assert (int(got[0]), bool(got[1])) == want, (t.names, intervals, enabled, latency_req, sleep_length)
+        poll_rule += want[0] == 0 and kernel_typical_interval(intervals) * US < RESIDENCY_THRESHOLD_NS
+    assert poll_rule > 1_000  # the POLL rule decided many of them
 
 
 # --------------------------------------------------------------------------------- menu: update
@@ -720,12 +843,65 @@ def test_ladder_latency_req_zero_gives_poll(skx: Table) -> None:
     assert ladder(fresh(), skx, latency_req=0) == POLL
 
 
-def test_ladder_keeps_the_tick(skx: Table) -> None:
-    # DESIGN.md: ladder never stops the tick; select_state reports stop_tick False.
+def test_ladder_asks_to_stop_the_tick(skx: Table) -> None:
+    # ladder_select() never writes stop_tick, which cpuidle_idle_call() sets to true first.
     g = fresh()
     g[0, G_LAST_IDX] = C6
     g[0, G_LAST_RES] = 10 * MS  # a long stay: no demotion
-    assert select(GOV_LADDER, g, skx, sleep_length=100 * MS, delta_tick=4 * MS) == (C6, False)
+    assert select(GOV_LADDER, g, skx, sleep_length=100 * MS, delta_tick=4 * MS) == (C6, True)
+    assert select(GOV_LADDER, fresh(), skx, sleep_length=100 * US, delta_tick=4 * MS) == (C1, True)
+
+
+def kernel_ladder_select(
+    last_idx: int, last_residency_ns: int, promotion: int, demotion: int, t: Table, enabled: np.ndarray,
+    latency_req: int,
+) -> tuple[int, bool]:
+    """ladder_select_state() of drivers/cpuidle/governors/ladder.c (v6.18), called as
+    cpuidle_idle_call() calls it (kernel/sched/idle.c): with `stop_tick = true`, which ladder
+    never writes. Thresholds as ladder_enable_device() sets them (promotion and demotion time =
+    the state's exit latency; counts 4 and 1). Returns (state, stop_tick)."""
+    ext = t.exit_ns.tolist()
+    first_idx = 1
+    if latency_req == 0:
+        return 0, True
+    last_residency = last_residency_ns - ext[last_idx]
+    if (
+        last_idx < len(ext) - 1 and enabled[last_idx + 1] and last_residency > ext[last_idx]
+        and ext[last_idx + 1] <= latency_req
+    ):
+        if promotion + 1 >= 4:
+            return last_idx + 1, True
+    if last_idx > first_idx and (not enabled[last_idx] or ext[last_idx] > latency_req):
+        i = last_idx - 1
+        while i > first_idx and ext[i] > latency_req:
+            i -= 1
+        return i, True
+    if last_idx > first_idx and last_residency < ext[last_idx]:
+        if demotion + 1 >= 1:
+            return last_idx - 1, True
+    return last_idx, True
+
+
+def test_ladder_select_is_the_kernels_and_asks_to_stop_the_tick() -> None:
+    # Random last states, residencies, pending promotion counts, limits and disabled states.
+    rng = np.random.default_rng(10)
+    for _ in range(5_000):
+        t = Table(str(rng.choice(["skx", "icx", "wsm"])))
+        n = len(t.names)
+        enabled = rng.random(n) < 0.8
+        last_idx = int(rng.integers(1, n))
+        promotion = int(rng.integers(0, 4))
+        g = init_governor_state(1, n, 1)
+        g[0, G_LAST_IDX] = last_idx
+        g[0, G_LAST_RES] = int(rng.integers(0, 2 * t.exit_ns[last_idx] + 2 * US))
+        g[0, G_FIXED_COLS + 2 * n + last_idx] = promotion
+        latency_req = int(INF) if rng.random() < 0.7 else int(rng.choice([0, 2, 5, 50, 150]) * US)
+        got = select_state(
+            GOV_LADDER, g, 0, t.res_ns, t.exit_ns, enabled, True, latency_req, 100 * MS, 2 * MS, False,
+            TICK_NS, 1, int(INF),
+        )
+        want = kernel_ladder_select(last_idx, int(g[0, G_LAST_RES]), promotion, 0, t, enabled, latency_req)
+        assert (int(got[0]), bool(got[1])) == want, (t.names, enabled, last_idx, promotion, latency_req)
 
 
 def test_ladder_reflect_ignores_state_zero() -> None:

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from engine import SimConfig, SimResult, custom_platform, engine_version, load_platform, simulate
 from engine import kernel as K
-from engine.simulate import CHUNKS, _Prepared
+from engine.governors import G_LAST_RES, G_M_INTERVALS, G_M_PTR, G_NEEDS_UPDATE, UINT_MAX
+from engine.simulate import CHUNKS, _poll_limit_ns, _Prepared
 from engine.streams import SRC_IRQ, SRC_KERNEL, SRC_TIMERS, arrival_streams, first_uniforms, stream_seeds
 
 from .conftest import deep_update, exact_state, make_config, quiet
@@ -415,8 +416,8 @@ def test_properties(config: SimConfig) -> None:
     for s in r.states:
         assert s.usage >= 0 and s.time_ns >= 0
         assert s.above + s.below <= s.usage
-        if s.index > 0:
-            assert s.rejected == 0  # only POLL refuses entry
+        # Only an enter callback's negative return counts; poll_idle and intel_idle give none.
+        assert s.rejected == 0
     # time_ns counts whole periods whose wake event came before the end, exit latency included,
     # so it may pass the end by one wake path per CPU.
     assert sum(s.time_ns for s in r.states) <= n * (t_end + 1 * MS)
@@ -492,6 +493,218 @@ def test_poll_timeouts_are_not_wakeups() -> None:
     # Each wake-up by an event gives one WakeLatency sample; a time-out ends a stay without one.
     assert r.wakeups == r.latency["wake"].count
     assert r.wakeups < sum(s.usage for s in r.states)
+
+
+def kernel_poll_time(res_ns: list[int], enabled: list[bool], hz: int) -> int:
+    """cpuidle_poll_time() of drivers/cpuidle/cpuidle.c (6.x): CPUIDLE_POLL_MIN = 10 us,
+    CPUIDLE_POLL_MAX = TICK_NSEC / 16, TICK_NSEC = (NSEC_PER_SEC + HZ/2) / HZ."""
+    poll_max = (1_000_000_000 + hz // 2) // hz // 16
+    limit_ns = poll_max
+    for i in range(1, len(res_ns)):
+        if not enabled[i]:
+            continue
+        state_limit = res_ns[i]
+        if state_limit < 10_000:
+            continue
+        limit_ns = min(state_limit, poll_max)
+        break
+    return limit_ns
+
+
+def test_poll_time_limit_is_the_kernels() -> None:
+    # The built-in tables: C1E's 20 us on skx and wsm; icx's first state of at least 10 us is C6
+    # (600 us), capped at TICK_NSEC/16 = 250 us at HZ=250, and so is icx without C6 (no state
+    # qualifies). Then random tables, enabled masks and HZ against the transcription.
+    for name, disabled, want in (("skx", [], 20 * US), ("wsm", [], 20 * US), ("icx", [], 250 * US),
+                                 ("icx", ["C6"], 250 * US), ("skx", ["C1E"], 250 * US)):
+        run = _Prepared(make_config(platform=name, duration_ms=1.0, states={"disabled": disabled}))
+        assert run.ip[K.I_POLL_LIMIT] == want, (name, disabled)
+    rng = np.random.default_rng(16)
+    residencies = [1, 2, 4, 6, 9_999, 10_000, 20_000, 80_000, 600_000]
+    for _ in range(5_000):
+        n = int(rng.integers(1, 7))
+        res = [0] + sorted(int(x) for x in rng.choice(residencies, n))
+        enabled = [True] + [bool(x) for x in rng.random(n) < 0.7]
+        hz = int(rng.choice([100, 250, 300, 1000]))
+        got = _poll_limit_ns(np.array(res, dtype=np.int64), np.array(enabled), 1_000_000_000 // hz)
+        assert got == kernel_poll_time(res, enabled, hz), (res, enabled, hz)
+
+
+def test_tick_stays_when_a_timer_is_due_within_the_period() -> None:
+    """tick_nohz_next_event() (kernel/time/tick-sched.c), as tick_nohz_idle_stop_tick() uses it:
+    basemono is the last jiffy update (the last tick boundary); if the next event is at most
+    TICK_NSEC after it and the tick is not stopped yet, the tick is kept whatever the governor
+    asked; a stopped tick stays stopped (reprogrammed). Random times, timers and tick hints."""
+    rng = np.random.default_rng(11)
+    cs = np.zeros((1, K.N_CPU_COLS), dtype=np.int64)
+    for _ in range(20_000):
+        tick_ns = 1_000_000_000 // int(rng.choice([100, 250, 300, 1000]))
+        t = int(rng.integers(0, 50 * tick_ns))
+        timer = t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)
+        stopped = bool(rng.random() < 0.3)
+        cs[0, K.C_TICK_STOPPED] = int(stopped)
+        cs[0, K.C_TICK_NEXT] = (t // tick_ns + int(rng.integers(-1, 3))) * tick_ns  # the CPU's tick hint
+        basemono = t // tick_ns * tick_ns
+        kernel_keeps = not stopped and timer - basemono <= tick_ns
+        assert bool(K._tick_stays(cs, 0, t, timer, tick_ns)) == kernel_keeps
+
+
+@pytest.mark.parametrize("governor", ["ladder", "menu", "teo"])
+def test_idle_cpus_stop_the_tick_under_every_governor(governor: str) -> None:
+    # Nothing but the tick: every governor asks to stop it (ladder because it never writes
+    # stop_tick, which cpuidle_idle_call() starts true) and no timer keeps it, so after the first
+    # idle entry no CPU wakes up again.
+    r = simulate(make_config(duration_ms=200.0, governor={"name": governor}, wakeups=quiet()))
+    assert r.wakeups == 0
+
+
+def kernel_entry_outcome(kind: str, arrival: int, start: int, poll: bool) -> tuple[int, bool]:
+    """What the kernel makes of a wake-up that lands around the entry of a selected state, for a
+    CPU with nothing else to do: (usage added by this entry, whether cpuidle_reflect() ran).
+
+    kernel/sched/idle.c: do_idle() sets the polling flag; cpuidle_idle_call() selects with
+    interrupts off; call_cpuidle() clears the flag and returns -EBUSY if NEED_RESCHED is set,
+    before cpuidle_enter_state() (nothing counted, last_residency_ns = 0, no reflect). A waker
+    that saw the flag set (set_nr_if_polling(), kernel/sched/core.c) sets NEED_RESCHED and sends
+    nothing; otherwise its IPI stays pending, and the state returns at once, counted as usual
+    (cpuidle_enter_state(); mwait_idle_with_hints() with ECX=1; poll_idle() takes it with
+    interrupts on). In poll_idle() (drivers/cpuidle/poll_state.c) an IPI whose function wakes no
+    task does not end the loop: the stay ends at its time limit, still one usage.
+    """
+    if kind == "need_resched" and arrival < start:
+        return 0, False
+    return 1, True
+
+
+@pytest.mark.parametrize("mechanism", ["tif_polling", "ipi"])
+def test_wakeup_around_entry_is_the_kernels(mechanism: str) -> None:
+    # CPU 0 is put in the idle loop at T with a state chosen at random and a wake-up landing at a
+    # random offset around its entry: a NEED_RESCHED write (tif_polling) or an IPI carrying a task
+    # wake-up or only a function call. Whether that entry is counted (the timeline holds the
+    # stays cpuidle_enter_state() counted) and what menu pushes into its window at the next
+    # selection are compared with the kernel's outcome; `rejected` stays 0 throughout.
+    rng = np.random.default_rng(3)
+    cases = 0
+    for _ in range(60):
+        config = make_config(
+            duration_ms=10.0,
+            wakeups=quiet(tick={"hz": 100}, sched_wakeups={"rate_hz": 0.0, "work_distribution": "fixed"}),
+            ipi_wakeup={"mechanism": mechanism},
+        )
+        run = _Prepared(config)
+        run.step(1 * MS)
+        cs, g, st = run.cs, run.g, run.st
+        s = int(rng.integers(0, 4))
+        T = 2 * MS
+        start = T + ENTRY_HK
+        mw = start + int(run.entry_ns[s])
+        arrival = start + int(rng.integers(-ENTRY_HK, 2 * US))
+        kind = "need_resched" if mechanism == "tif_polling" else str(rng.choice(["ipi_task", "ipi_call"]))
+        if kind == "need_resched" and arrival >= start:
+            arrival = max(arrival, mw)  # the flag is clear from call_cpuidle() to the wait
+        cs[0, K.C_MODE] = 1
+        cs[0, K.C_STATE] = s
+        cs[0, K.C_IDLE_START] = start
+        cs[0, K.C_MWAIT_AT] = mw
+        cs[0, K.C_POLL_DEADLINE] = start + run.ip[K.I_POLL_LIMIT]
+        cs[0, K.C_FREE_AT] = T
+        cs[0, K.C_SIGNAL_AT] = arrival
+        cs[0, K.C_SIGNAL_TYPE] = 1 if kind == "need_resched" else 0
+        cs[0, K.C_QLEN] = 1
+        run.q_kind[0, 0] = 0 if kind == "ipi_call" else 1
+        run.q_src[0, 0] = 1
+        run.q_t[0, 0] = arrival
+        g[0, G_LAST_RES] = 777
+        g[0, G_NEEDS_UPDATE] = 0  # as menu_select() leaves it
+        ptr = int(g[0, G_M_PTR])  # where the next selection's push goes
+        K._schedule(cs, run.queue, 0, run.ip, run.arr)
+        run.step(T + 300 * US)
+        rows = run.tl[: run.ctr[K.K_TL]]
+        counted = rows[(rows[:, 0] == 0) & (rows[:, 1] == start)]
+        want_usage, want_reflect = kernel_entry_outcome(kind, arrival, start, s == 0)
+        assert len(counted) == want_usage, (kind, s, arrival - start)
+        assert all(counted[:, 3] == s)
+        pushed = g[0, G_M_INTERVALS + ptr]
+        assert g[0, G_M_PTR] != ptr  # a selection came after
+        # Reflected: menu_update() pushes the measured interval; not: last_residency_ns was 0 and
+        # the push is UINT_MAX.
+        assert (pushed != UINT_MAX) == want_reflect, (kind, s, arrival - start)
+        assert int(st[K.ST_REJECTED].sum()) == 0
+        cases += kind == "need_resched" and arrival < start
+    assert mechanism != "tif_polling" or cases > 10
+
+
+def test_poll_ends_only_on_need_resched_or_its_time_limit() -> None:
+    # fixed POLL, the tick kept (POLL never stops it), device interrupts whose handler wakes no
+    # task: poll_idle() handles them inside its loop, so every stay ends at the time limit
+    # (cpuidle_poll_time() = C1E's 20 us on skx): no stay ends by a wake-up, every stay lasts at
+    # least the limit, and each interrupt is still taken (its latency is e = 300 ns when it does
+    # not wait for another handler).
+    config = make_config(
+        duration_ms=20.0,
+        governor={"name": "fixed", "fixed_state": "POLL"},
+        wakeups=quiet(interrupts={"rate_hz": 20_000.0, "work_us": 0.0, "work_distribution": "fixed"}),
+    )
+    r = simulate(config)
+    poll = state(r, "POLL")
+    assert r.wakeups == 0
+    assert poll.usage > 1_000
+    assert poll.time_ns >= poll.usage * 20 * US
+    assert r.latency["irq"].count > 500
+    assert r.latency["irq"].p50_ns == IRQ_ENTRY
+    # With work after each interrupt, the handler wakes a task: every interrupt taken in POLL
+    # ends the stay (those taken while the CPU runs the work wake nothing from idle).
+    busy = simulate(
+        make_config(
+            duration_ms=20.0,
+            governor={"name": "fixed", "fixed_state": "POLL"},
+            wakeups=quiet(interrupts={"rate_hz": 20_000.0, "work_us": 5.0, "work_distribution": "fixed"}),
+        )
+    )
+    assert 500 < busy.wakeups <= busy.latency["irq"].count
+
+
+def test_idle_word_line_transfers_follow_the_coherence_rule() -> None:
+    """Every party's transfers of an idle word's line, on random sequences of reads and locked
+    writes by random CPUs, against a plain directory model: a read of a line another cache holds
+    costs one transfer and leaves both copies shared; a write costs one round trip whenever any
+    other cache holds the line, modified or shared, and leaves the writer the only copy. So the
+    read-then-cmpxchg of set_nr_if_polling() (kernel/sched/core.c) pays for the read and for
+    invalidating the target's copy, which is the copy its MONITOR watches (DESIGN.md, Coherence).
+    """
+    rng = np.random.default_rng(6)
+    n = 6
+    fp = np.zeros(K.N_FP)
+    fp[K.P_TSC_GHZ], fp[K.P_LINE_SAME], fp[K.P_LINE_OTHER] = 2.0, 50.0, 130.0
+    for _ in range(300):
+        cs = np.zeros((n, K.N_CPU_COLS), dtype=np.int64)
+        cs[:, K.C_SOCKET] = np.arange(n) // 3
+        cs[:, K.C_WORD_OWNER] = np.arange(n)  # each CPU starts holding its own word
+        cs[:, K.C_WORD_READER] = np.arange(n)
+        seen = _Prepared(make_config(topology={"sockets": 2, "cores_per_socket": 3}, duration_ms=1.0)).seen
+        ctr = np.zeros(K.N_CTR, dtype=np.int64)
+        owner: list[int | None] = list(range(n))
+        sharers: list[set[int]] = [set() for _ in range(n)]
+        for _ in range(40):
+            party, word, write = int(rng.integers(n)), int(rng.integers(n)), bool(rng.random() < 0.5)
+            if write:
+                others = owner[word] is not None or bool(sharers[word] - {party})
+                want = int(owner[word] != party and others)
+                owner[word], sharers[word] = party, set()
+                cyc = K._word_write(cs, seen, ctr, fp, party, word, False)
+            else:
+                if owner[word] == party or party in sharers[word]:
+                    want = 0
+                else:
+                    want = 1
+                    if owner[word] is not None:
+                        sharers[word] = {owner[word], party}  # type: ignore[arg-type]
+                        owner[word] = None
+                    else:
+                        sharers[word].add(party)
+                cyc = K._word_read(cs, seen, ctr, fp, party, word, False)
+            assert (cyc > 0) == bool(want), (party, word, write)
+        assert ctr[K.K_LT_SAME] + ctr[K.K_LT_SAME + 1] == ctr[K.K_LT_SENDER]
 
 
 def test_locality_stats_count_only_no_wait_calls() -> None:
