@@ -53,16 +53,18 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         else:
             pk_hi[j, 0] = n_cores
     names = table.state_names()
+    pk_level = np.array([level[names.index(p.requires)] for p in allowed], dtype=np.int64)
     return K.Hw(
         level=level,
         level_row=level_row,
         core_of=core_of,
         sibling=sibling,
-        core_cnt=np.zeros((n_cores, top + 1), dtype=np.int64),
-        core_since=np.zeros((n_cores, top + 1), dtype=np.int64),
+        core_level=np.zeros(n_cores, dtype=np.int64),
+        core_since=np.zeros(n_cores, dtype=np.int64),
         core_time=np.zeros((n_cores, top + 1), dtype=np.int64),
         thread_idle=np.zeros(len(cpus), dtype=np.int64),
-        pk_level=np.array([level[names.index(p.requires)] for p in allowed], dtype=np.int64),
+        pk_level=pk_level,
+        pk_min=np.array([pk_level.min() if n_j else top + 1], dtype=np.int64),
         pk_entry=np.array([int(p.entry_ns.value) for p in allowed], dtype=np.int64),
         pk_group=pk_group,
         pk_lo=pk_lo,
@@ -86,10 +88,8 @@ def _close_open(hw: K.Hw, cs: np.ndarray, t_end: int) -> tuple[np.ndarray, np.nd
     pk_time = hw.pk_time.copy()
     idle = cs[:, K.C_HW_LEVEL] > 0
     thread_idle[idle] += np.maximum(t_end - cs[idle, K.C_HW_START], 0)
-    threads = int(np.bincount(hw.core_of).max())
-    full = hw.core_cnt == threads
-    full[:, 0] = False
-    core_time[full] += np.maximum(t_end - hw.core_since[full], 0)
+    down = np.flatnonzero(hw.core_level > 0)
+    core_time[down, hw.core_level[down]] += np.maximum(t_end - hw.core_since[down], 0)
     size = hw.pk_hi - hw.pk_lo
     pk_full = (hw.pk_cnt == size) & (size > 0)
     pk_time[pk_full] += np.maximum(t_end - hw.pk_since[pk_full], 0)
@@ -105,10 +105,9 @@ def hardware_result(
     thread_idle, core_time, pk_time = _close_open(hw, cs, t_end)
     top = core_time.shape[1] - 1
 
-    # Core shares by exact level: time at >= k minus time at >= k + 1 (level 0: the whole run).
-    at_least = core_time.astype(np.float64)
-    at_least[:, 0] = t_end
-    exact = at_least - np.concatenate([at_least[:, 1:], np.zeros((n_cores, 1))], axis=1)
+    # Core time by level; level 0 (C0) is the rest of the run.
+    exact = core_time.astype(np.float64)
+    exact[:, 0] = t_end - exact[:, 1:].sum(axis=1)
     present = [0, *sorted({int(k) for k in hw.level if k > 0})]
     core_names = [LEVEL_NAMES[k] for k in present]
     per_core = exact[:, present] / t_end

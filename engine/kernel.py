@@ -95,9 +95,8 @@ I_T_END = 13
 I_IS_POLL0 = 14
 I_MAX_SLEEP = 15
 I_SPINNERS = 16  # senders released from csd_lock() spinning, not yet rescheduled
-I_THREADS = 17  # SMT threads per core
-I_PKG_DEEP = 18  # the package state whose exit the table's deepest figures include (-1: not allowed)
-N_IP = 19
+I_PKG_DEEP = 17  # the package state whose exit the table's deepest figures include (-1: not allowed)
+N_IP = 18
 
 MECH_IPI, MECH_RFC, MECH_TIF = 0, 1, 2
 
@@ -180,22 +179,24 @@ class Hw(NamedTuple):
     """Core and package C-states beneath the OS view.
 
     A thread idle in state s requests core level `level[s]` (0 POLL, 1 C1, 2 C1E, 3 C3, 4 C6)
-    from the time its wait starts (C_HW_START) to its wake event. A core is at level >= k while
-    every one of its threads is; a package state j holds while every core of its group (the
-    package, or the whole system for Xeon PC6) is at level >= pk_level[j]. Counts of who is at
-    a level and the time the last one got there (the latest start, so starts that lie a little
-    ahead of the event being processed are exact) give each interval when it closes.
+    from the time its wait starts (C_HW_START) to its wake event. A core is at the shallowest of
+    its threads' levels while all of them wait (one or two threads); a package state j holds
+    while every core of its group (the package, or the whole system for Xeon PC6) is at level
+    >= pk_level[j]. Each interval starts at the latest of its members' starts (starts may lie a
+    little ahead of the event being processed: taking the latest keeps them exact) and is
+    counted when its first member leaves.
     """
 
     level: np.ndarray  # (state,) core level requested
     level_row: np.ndarray  # (level,) exit row of a thread whose core only reached that level
     core_of: np.ndarray  # (cpu,) global core index
     sibling: np.ndarray  # (cpu,) the core's other thread, -1 without SMT
-    core_cnt: np.ndarray  # (core, level) threads at >= level
-    core_since: np.ndarray  # (core, level) when the last of them got there
-    core_time: np.ndarray  # (core, level) closed time at >= level
+    core_level: np.ndarray  # (core,) its level while every thread is in a wait, else 0
+    core_since: np.ndarray  # (core,) since when (the later of its threads' starts)
+    core_time: np.ndarray  # (core, level) closed time at exactly that level
     thread_idle: np.ndarray  # (cpu,) closed time with a core C-state requested (not C0)
     pk_level: np.ndarray  # (pkg state,) core level every core of the group must be at
+    pk_min: np.ndarray  # (1,) the lowest of them (past any level when there are none)
     pk_entry: np.ndarray  # (pkg state,) from the last core's arrival to the package state
     pk_group: np.ndarray  # (pkg state, core) the core's group for that state
     pk_lo: np.ndarray  # (pkg state, group) the group's cores are pk_lo..pk_hi-1
@@ -283,49 +284,57 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
 
 
 @compiled(inline=True)
-def _hw_enter(cs: np.ndarray, hw: Hw, threads: int, c: int, lv: int, start: int) -> None:
-    """Thread c requests core level lv from `start` (its wait begins)."""
+def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
+    """Thread c requests core level lv from `start` (its wait begins): with its sibling idle (or
+    no sibling), the core is at the shallower of the two levels from the later of the two starts."""
     cs[c, C_HW_LEVEL] = lv
     cs[c, C_HW_START] = start
-    core = hw.core_of[c]
     sib = hw.sibling[c]
-    for k in range(1, lv + 1):
-        n = hw.core_cnt[core, k] + 1
-        hw.core_cnt[core, k] = n
-        if n == threads:
-            since = start if sib < 0 else max(start, cs[sib, C_HW_START])
-            hw.core_since[core, k] = since
-            for j in range(hw.pk_level.shape[0]):
-                if hw.pk_level[j] == k:
-                    g = hw.pk_group[j, core]
-                    m = hw.pk_cnt[j, g] + 1
-                    hw.pk_cnt[j, g] = m
-                    if m == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
-                        latest = since
-                        for o in range(hw.pk_lo[j, g], hw.pk_hi[j, g]):
-                            latest = max(latest, hw.core_since[o, k])
-                        hw.pk_since[j, g] = latest + hw.pk_entry[j]
+    level, since = lv, start
+    if sib >= 0:
+        level = min(lv, cs[sib, C_HW_LEVEL])
+        since = max(start, cs[sib, C_HW_START])
+    if level == 0:
+        return
+    core = hw.core_of[c]
+    hw.core_level[core] = level
+    hw.core_since[core] = since
+    if level < hw.pk_min[0]:
+        return
+    for j in range(hw.pk_level.shape[0]):
+        if level >= hw.pk_level[j]:
+            g = hw.pk_group[j, core]
+            m = hw.pk_cnt[j, g] + 1
+            hw.pk_cnt[j, g] = m
+            if m == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
+                latest = since
+                for o in range(hw.pk_lo[j, g], hw.pk_hi[j, g]):
+                    latest = max(latest, hw.core_since[o])
+                hw.pk_since[j, g] = latest + hw.pk_entry[j]
 
 
 @compiled(inline=True)
-def _hw_leave(cs: np.ndarray, hw: Hw, threads: int, c: int, t: int) -> None:
-    """Thread c's wake event at t: close the intervals its request was part of."""
+def _hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int) -> None:
+    """Thread c's wake event at t: close its request, and its core's and packages' intervals."""
     lv = cs[c, C_HW_LEVEL]
     if lv == 0:
         return
     cs[c, C_HW_LEVEL] = 0
     hw.thread_idle[c] += max(t - cs[c, C_HW_START], 0)
     core = hw.core_of[c]
-    for k in range(1, lv + 1):
-        if hw.core_cnt[core, k] == threads:
-            hw.core_time[core, k] += max(t - hw.core_since[core, k], 0)
-            for j in range(hw.pk_level.shape[0]):
-                if hw.pk_level[j] == k:
-                    g = hw.pk_group[j, core]
-                    if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
-                        hw.pk_time[j, g] += max(t - hw.pk_since[j, g], 0)
-                    hw.pk_cnt[j, g] -= 1
-        hw.core_cnt[core, k] -= 1
+    level = hw.core_level[core]
+    if level == 0:
+        return
+    hw.core_level[core] = 0
+    hw.core_time[core, level] += max(t - hw.core_since[core], 0)
+    if level < hw.pk_min[0]:
+        return
+    for j in range(hw.pk_level.shape[0]):
+        if level >= hw.pk_level[j]:
+            g = hw.pk_group[j, core]
+            if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
+                hw.pk_time[j, g] += max(t - hw.pk_since[j, g], 0)
+            hw.pk_cnt[j, g] -= 1
 
 
 # ------------------------------------------------------------------------------- the event queue
@@ -804,7 +813,6 @@ def run_until(
     mech = ip[I_MECH]
     uses_word = mech != MECH_IPI
     is_poll0 = ip[I_IS_POLL0] == 1
-    threads = ip[I_THREADS]
     while True:
         c = queue[1] & CPU_MASK
         t = queue[1] >> CPU_BITS  # the event's time, from its key (below T_CAP in any run)
@@ -826,7 +834,7 @@ def run_until(
                 # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
                 # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
                 note_rejected(g, c)
-                _hw_leave(cs, hw, threads, c, t)  # the wait never started: an empty interval
+                _hw_leave(cs, hw, c, t)  # the wait never started: an empty interval
                 if mech == MECH_TIF:
                     _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
                 cs[c, C_MODE] = 0
@@ -868,7 +876,7 @@ def run_until(
                 x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
                 ssum[S_EXIT_SUM, s] += x
                 ssum[S_EXIT_N, s] += 1
-            _hw_leave(cs, hw, threads, c, t)
+            _hw_leave(cs, hw, c, t)
             # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
             # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
             # In POLL, one taken after a handler the loop ran for another.
@@ -1116,7 +1124,7 @@ def _enter_idle(
     cs[c, C_IDLE_START] = t_start
     cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
     if hw.level[idx] > 0:
-        _hw_enter(cs, hw, ip[I_THREADS], c, hw.level[idx], t_start + tab.entry_ns[idx])
+        _hw_enter(cs, hw, c, hw.level[idx], t_start + tab.entry_ns[idx])
     cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):

@@ -271,7 +271,6 @@ class _Prepared:
             self.st, self.ssum, self.lat_buf, self.lat_off, self.lat_cnt, self.ctr, self.fsum, self.tl
         )
         self.hw = hardware_arrays(config, table, cores, threads)
-        ip[K.I_THREADS] = threads
         # The table's deepest figures include the deepest package state only where it is allowed.
         all_allowed = len(self.hw.pk_level) == len(table.package_states()) - 1
         ip[K.I_PKG_DEEP] = len(self.hw.pk_level) - 1 if all_allowed else -1
