@@ -129,7 +129,11 @@ F_LOC_CYC = 0  # +loc
 F_LOC_IDLE_CYC = 2
 F_LOC_BUSY_CYC = 4
 F_STUCK_NS = 6
-N_FSUM = 7
+# The sender cost's parts, summed per (locality, target idle or busy): SENDER_PARTS in order.
+F_PARTS = 7  # + (2 * loc + busy) * N_PARTS + part
+PART_SETUP, PART_CSD_WAIT, PART_LINES, PART_APIC = 0, 1, 2, 3
+N_PARTS = 4
+N_FSUM = F_PARTS + 4 * N_PARTS
 
 # Latency sources (rows of the sample buffer), as in engine.result.LATENCY_SOURCES.
 L_WAKE, L_INTR, L_TIMER, L_IRQ, L_IPI, L_SCHED = 0, 1, 2, 3, 4, 5
@@ -694,7 +698,7 @@ def _call(
         ctr[K_COALESCED] += 1
         if kind == 1:
             return cyc
-        return _account_call(ctr, fsum, loc, cyc + wait_cyc, target_idle)
+        return _account_call(ctr, fsum, fp, loc, cyc, wait_cyc, 0.0, target_idle)
 
     mech = ip[I_MECH]
     send_ipi = True
@@ -734,8 +738,10 @@ def _call(
             _post(cs, dst, t_waking, 1)
             cs[dst, C_WOKENUP_AT] = t_wokenup
             send_ipi = False
+    apic_cyc = 0.0
     if send_ipi:
-        cyc += fp[P_APIC_SAME_CYC] if loc == 0 else fp[P_APIC_OTHER_CYC]
+        apic_cyc = fp[P_APIC_SAME_CYC] if loc == 0 else fp[P_APIC_OTHER_CYC]
+        cyc += apic_cyc
         flight = fp[P_DELIVERY] + (0.0 if loc == 0 else fp[P_LINE_OTHER] - fp[P_LINE_SAME])
         _post(cs, dst, t + int(cyc / ghz + flight), 0)
         if kind == 0:
@@ -747,20 +753,36 @@ def _call(
         ctr[K_AVOIDED if kind == 0 else K_SAVOIDED] += 1
     if kind == 1:
         return cyc
-    return _account_call(ctr, fsum, loc, cyc + wait_cyc, target_idle)
+    return _account_call(ctr, fsum, fp, loc, cyc, wait_cyc, apic_cyc, target_idle)
 
 
 @compiled(inline=True)
-def _account_call(ctr: np.ndarray, fsum: np.ndarray, loc: int, cyc: float, idle: bool) -> float:
+def _account_call(
+    ctr: np.ndarray,
+    fsum: np.ndarray,
+    fp: np.ndarray,
+    loc: int,
+    cyc: float,
+    wait_cyc: float,
+    apic_cyc: float,
+    idle: bool,
+) -> float:
+    """Count one no-wait call's sender cost (`cyc` without the csd_lock() wait) and its parts."""
+    total = cyc + wait_cyc
     ctr[K_LOC_CALLS + loc] += 1
-    fsum[F_LOC_CYC + loc] += cyc
+    fsum[F_LOC_CYC + loc] += total
     if idle:
         ctr[K_LOC_IDLE + loc] += 1
-        fsum[F_LOC_IDLE_CYC + loc] += cyc
+        fsum[F_LOC_IDLE_CYC + loc] += total
     else:
         ctr[K_LOC_BUSY + loc] += 1
-        fsum[F_LOC_BUSY_CYC + loc] += cyc
-    return cyc
+        fsum[F_LOC_BUSY_CYC + loc] += total
+    base = F_PARTS + (2 * loc + (0 if idle else 1)) * N_PARTS
+    fsum[base + PART_SETUP] += fp[P_SETUP_CYC]
+    fsum[base + PART_CSD_WAIT] += wait_cyc
+    fsum[base + PART_LINES] += cyc - fp[P_SETUP_CYC] - apic_cyc
+    fsum[base + PART_APIC] += apic_cyc
+    return total
 
 
 @compiled(inline=True)

@@ -63,6 +63,15 @@ class StateStats(_Model):
     exit_latency_mean_ns: float | None = Field(description="Mean drawn hardware exit latency.")
 
 
+SENDER_PARTS = ("setup", "csd_wait", "line_transfers", "apic_send")
+SENDER_PART_LABELS = {
+    "setup": "call setup (estimate; calibrated on Westmere)",
+    "csd_wait": "csd_lock(): waiting until this CPU's previous no-wait call has run (one csd per CPU)",
+    "line_transfers": "cache-line transfers: csd, call queue, idle word (measured line latency)",
+    "apic_send": "APIC send (IPI path only)",
+}
+
+
 class LocalityCost(_Model):
     """Sender-side cost of no-wait calls to targets on one socket locality."""
 
@@ -73,6 +82,10 @@ class LocalityCost(_Model):
     busy_target_calls: int
     busy_target_mean_cycles: float | None
     ipis_sent: int
+    idle_target_parts_cycles: dict[str, float] | None = Field(
+        description="Mean cycles per call to an idle target, by part (SENDER_PARTS); they add up to the mean."
+    )
+    busy_target_parts_cycles: dict[str, float] | None
 
 
 class IpiStats(_Model):

@@ -20,6 +20,7 @@ from engine.hardware import hardware_arrays, hardware_result
 from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
+    SENDER_PARTS,
     IpiStats,
     LocalityCost,
     SimResult,
@@ -444,7 +445,16 @@ def _locality(ctr: np.ndarray, fsum: np.ndarray, loc: int) -> LocalityCost:
         busy_target_calls=int(ctr[K.K_LOC_BUSY + loc]),
         busy_target_mean_cycles=_mean(fsum[K.F_LOC_BUSY_CYC + loc], ctr[K.K_LOC_BUSY + loc]),
         ipis_sent=int(ctr[K.K_LOC_IPIS + loc]),
+        idle_target_parts_cycles=_parts(fsum, loc, 0, int(ctr[K.K_LOC_IDLE + loc])),
+        busy_target_parts_cycles=_parts(fsum, loc, 1, int(ctr[K.K_LOC_BUSY + loc])),
     )
+
+
+def _parts(fsum: np.ndarray, loc: int, busy: int, calls: int) -> dict[str, float] | None:
+    if not calls:
+        return None
+    base = K.F_PARTS + (2 * loc + busy) * K.N_PARTS
+    return {name: float(fsum[base + i] / calls) for i, name in enumerate(SENDER_PARTS)}
 
 
 def _estimates(config: SimConfig, table: Platform) -> list[str]:

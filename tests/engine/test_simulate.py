@@ -440,6 +440,15 @@ def test_properties(config: SimConfig) -> None:
         ipi.line_transfers_same_socket + ipi.line_transfers_other_socket
     )
     assert ipi.deferred <= ipi.requested and ipi.ipis_sent <= ipi.requested
+    # The sender cost's parts add up to its mean, per locality and target state.
+    for side in (ipi.same_socket, ipi.other_socket):
+        for mean, parts in (
+            (side.idle_target_mean_cycles, side.idle_target_parts_cycles),
+            (side.busy_target_mean_cycles, side.busy_target_parts_cycles),
+        ):
+            assert (mean is None) == (parts is None)
+            if parts is not None:
+                assert sum(parts.values()) == pytest.approx(mean) and min(parts.values()) >= -1e-6
     if config.ipi_wakeup.mechanism == "ipi":
         assert ipi.ipis_avoided == ipi.sched_ipis_avoided == 0
     if config.ipi_wakeup.mechanism != "mwait_rfc" or config.ipi_wakeup.irqs_off_across_wake:
