@@ -10,10 +10,11 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from app import store
+from app import models
 from app.db import make_db_engine, make_sessionmaker, session_scope, upgrade_db
 from app.jobs import WORKER_NICENESS, JobRunner
 from app.models import Run
+from app.runs import store
 from engine import SimConfig
 from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finished
 from tests.conftest import sqlite_url
@@ -39,9 +40,8 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
     db_engine = make_db_engine(sqlite_url(db))
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
-            bad = store.create_run(
-                session, SimConfig(), title="broken", config_json='{"duration_ms": "soon"}'
-            )
+            bad = store.create_run(session, SimConfig(), title="broken")
+            bad.run.config = '{"duration_ms": "soon"}'
             bad_id = bad.run.id
     finally:
         db_engine.dispose()
@@ -77,7 +77,7 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
     assert set(after) == set(before)
     assert after[done["id"]] == before[done["id"]]
     changed = {k for k in after[long["id"]] if after[long["id"]][k] != before[long["id"]][k]}
-    summary_cols = set(store.RESULT_SUMMARY_COLUMNS)
+    summary_cols = set(models.RESULT_SUMMARY_COLUMNS)
     allowed = {
         "status",
         "progress",
@@ -87,6 +87,8 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
         "finished_at",
         "wall_s",
         "compile_s",
+        "page",
+        "page_version",
     }
     assert changed <= allowed | summary_cols
 

@@ -1,0 +1,1 @@
+"""Platforms: the built-in C-state tables (with provenance) and users' custom ones."""
