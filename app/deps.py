@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,9 +13,12 @@ from app.db import session_scope
 from app.jobs import JobRunner
 
 
-def get_session(request: Request) -> Iterator[Session]:
+async def get_session(request: Request) -> AsyncIterator[Session]:
     """A session for one request, committed when the handler returns and before the response is
-    sent (`scope="function"`), so a client never outruns a write."""
+    sent (`scope="function"`), so a client never outruns a write. Opened on the event loop (a
+    thread hop per request would cost more than a read): creating a session does no I/O, and a
+    handler that writes is a plain `def`, so its statements run in the threadpool; the commit
+    here then only finishes a transaction that already holds SQLite's write lock."""
     with session_scope(request.app.state.sessionmaker) as session:
         yield session
 

@@ -131,14 +131,24 @@ def plotly_js_url() -> str:
 RENDER_VERSION = f"1-plotly-{plotly_js_version()}"
 
 
-def _url_for(name: str, /, **params: Any) -> str:
-    """Path-only links (`/runs/abc`), so stored pages carry no host; set by `install`."""
-    raise RuntimeError("app.web.install(app) was not called")
+@cache
+def _routes() -> APIRouter:
+    from app.main import ROUTERS  # the app's routers (main imports this module first)
+
+    routes = APIRouter()
+    for r in (router, *ROUTERS):
+        routes.include_router(r)
+    return routes
+
+
+def url_for(name: str, /, **params: Any) -> str:
+    """Path-only links (`/runs/abc`): stored pages carry no host, and render without an app."""
+    return str(_routes().url_path_for(name, **params))
 
 
 env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(default=True))
 env.globals.update(
-    url_for=_url_for,
+    url_for=url_for,
     static_url=static_url,
     plotly_js_url=plotly_js_url,
     state_color=charts.state_color,
@@ -305,14 +315,12 @@ class Edge:
 
 
 def install(app: FastAPI, *, max_body_bytes: int, loopback_only: bool, routers: Iterable[APIRouter]) -> None:
-    """Mount the static files and the routers, point templates' `url_for` at the app's routes,
-    and add `Edge` last (outermost)."""
+    """Mount the static files and the routers, and add `Edge` last (outermost)."""
     from fastapi.staticfiles import StaticFiles
 
     for r in (router, *routers):
         app.include_router(r)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
-    env.globals["url_for"] = lambda name, /, **params: str(app.url_path_for(name, **params))
     app.add_middleware(
         Edge, max_body_bytes=max_body_bytes, loopback_only=loopback_only, docs_csp=_docs_csp(app)
     )

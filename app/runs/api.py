@@ -106,7 +106,7 @@ async def create_run(
 
 
 @router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
-def list_runs(
+async def list_runs(
     session: SessionDep,
     platform: Annotated[str | None, Query(max_length=64)] = None,
     governor: Annotated[str | None, Query(max_length=32)] = None,
@@ -139,8 +139,9 @@ def list_runs(
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
-def get_run(run_id: str, request: Request, session: SessionDep) -> Response:
-    """A run with its config and, once done, its result (stored bytes, not rebuilt)."""
+async def get_run(run_id: str, request: Request, session: SessionDep) -> Response:
+    """A run with its config and, once done, its result (stored bytes, not rebuilt). On the event
+    loop: a primary-key read (SQLite in WAL mode never blocks a reader on a writer)."""
     return artifacts.serve(request, session, run_id, "api")
 
 

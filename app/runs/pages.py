@@ -146,7 +146,7 @@ def run_csv(run_id: str, session: SessionDep) -> StreamingResponse:
 
 
 @router.get("/runs/{run_id}", name="run_page")
-def run_page(request: Request, run_id: str, session: SessionDep) -> Response:
+async def run_page(request: Request, run_id: str, session: SessionDep) -> Response:
     """A finished run's page is its stored bytes (rendered when it finished). Declared after the
     downloads, whose paths it would match."""
     return artifacts.serve(request, session, run_id, "page")

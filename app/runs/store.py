@@ -9,9 +9,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, select, update
+from sqlalchemy import Connection, Integer, Row, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, config_summary, utcnow
@@ -88,9 +89,12 @@ def get_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
     return conn.execute(stmt).first()
 
 
+_EXISTS = select(Run.id).where(Run.id == bindparam("run_id"))  # the hot read: built once
+
+
 def exists(db: Session | Connection, run_id: str) -> bool:
     conn = db.connection() if isinstance(db, Session) else db
-    return conn.execute(select(Run.id).where(Run.id == run_id)).first() is not None
+    return conn.execute(_EXISTS, {"run_id": run_id}).first() is not None
 
 
 def get_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
@@ -107,16 +111,26 @@ class RunFilter:
     q: str | None = None
 
 
-def _filtered(stmt: Any, f: RunFilter) -> Any:
+def _filtered(stmt: Any, filters: tuple[str, ...]) -> Any:
     stmt = stmt.where(Run.unlisted.is_(False))
-    for col in ("platform", "governor", "mechanism", "status"):
-        value = getattr(f, col)
-        if value:
-            stmt = stmt.where(getattr(Run, col) == value)
-    if f.q:
-        escaped = f.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        stmt = stmt.where(Run.title.ilike(f"%{escaped}%", escape="\\"))
+    for col in filters:
+        if col == "q":
+            stmt = stmt.where(Run.title.ilike(bindparam("q"), escape="\\"))
+        else:
+            stmt = stmt.where(getattr(Run, col) == bindparam(col))
     return stmt
+
+
+@cache
+def _list_statements(sort: str, descending: bool, filters: tuple[str, ...]) -> tuple[Any, Any]:
+    """The page and count statements for one shape of query, built once: the values are bound
+    parameters, so SQLAlchemy compiles each shape once and reads its rows without adapting."""
+    col = getattr(Run, sort)
+    order = [col.desc().nulls_last() if descending else col.asc().nulls_last(), Run.id]
+    page = _filtered(select(*_LIST_COLS), filters).order_by(*order)
+    page = page.limit(bindparam("limit", type_=Integer)).offset(bindparam("offset", type_=Integer))
+    count = _filtered(select(func.count()).select_from(Run), filters)
+    return page, count
 
 
 def list_runs(
@@ -125,11 +139,14 @@ def list_runs(
     """Listed runs matching `f`, sorted (ties broken by id), and the total count."""
     if sort not in SORTABLE_COLUMNS:
         raise ValueError(f"cannot sort by {sort!r}")
-    col = getattr(Run, sort)
-    order = [col.desc().nulls_last() if descending else col.asc().nulls_last(), Run.id]
+    values: dict[str, Any] = {k: v for k, v in vars(f).items() if v}
+    if "q" in values:
+        escaped = values["q"].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        values["q"] = f"%{escaped}%"
+    page, count = _list_statements(sort, descending, tuple(sorted(values)))
     conn = session.connection()  # Core rows: no ORM loading machinery on the list path
-    rows = conn.execute(_filtered(select(*_LIST_COLS), f).order_by(*order).limit(limit).offset(offset))
-    total = conn.execute(_filtered(select(func.count()).select_from(Run), f)).scalar() or 0
+    rows = conn.execute(page, {**values, "limit": limit, "offset": offset}).all()
+    total = conn.execute(count, values).scalar() or 0
     return list(rows), int(total)
 
 
