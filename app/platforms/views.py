@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import orjson
@@ -12,7 +13,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.platforms import store
 from app.schemas import PlatformCreate, PlatformList, PlatformRead
 from engine import BUILTIN_PLATFORMS, Platform, custom_platform, load_platform
-from engine.config import config_errors
+from engine.config import CostsConfig, PowerConfig, config_errors
 
 # The cost model's parameters as the platform page and the new-run form label them.
 COST_LABELS: dict[str, tuple[str, str]] = {
@@ -62,6 +63,14 @@ def platform_view(session: Session, name: str) -> PlatformRead:
     return _custom_read(row)
 
 
+def _as_given(error: dict[str, Any], poll_added: bool) -> dict[str, Any]:
+    """An error under `body`, a state's index counted as the user gave them (without POLL)."""
+    loc = list(error["loc"])
+    if poll_added and len(loc) >= 2 and loc[0] == "states" and isinstance(loc[1], int) and loc[1] > 0:
+        loc[1] -= 1
+    return {**error, "loc": ["body", *loc]}
+
+
 def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     """Store a custom table. 422 names the field (indices count the states as the user gave them);
     409 if the name is taken."""
@@ -77,14 +86,11 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
         table = custom_platform(
             body.name, body.states, based_on=load_platform(body.based_on), title=body.title
         )
+        errors = table_errors(table, [])
     except ValidationError as exc:
-        errors = []
-        for e in config_errors(exc):
-            loc = list(e["loc"])  # type: ignore[call-overload]
-            if poll_added and len(loc) >= 2 and loc[0] == "states" and isinstance(loc[1], int) and loc[1] > 0:
-                loc[1] -= 1  # the user's list has no POLL row: point at their index
-            errors.append({**e, "loc": ["body", *loc]})
-        raise InvalidInput(errors) from None
+        errors = config_errors(exc)  # type: ignore[assignment]
+    if errors:
+        raise InvalidInput([_as_given(e, poll_added) for e in errors])
     row = store.create_platform(
         session,
         name=body.name,
@@ -94,3 +100,51 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
         table=table.model_dump_json(),
     )
     return _custom_read(row)
+
+
+# --- limits: the same for a custom table and for a table given inline in a run's config ---------
+
+MAX_STATES = 32
+
+
+def _bounds(model: Any, name: str) -> tuple[float, float]:
+    """The (low, high) a config override of `name` accepts: a table's own value may not go further."""
+    meta = model.model_fields[name].metadata
+    low = next((m.ge if m.ge is not None else m.gt for m in meta if hasattr(m, "ge")), 0.0)
+    high = next(m.le for m in meta if getattr(m, "le", None) is not None)
+    return float(low or 0.0), float(high)
+
+
+def _param_errors(value: float, low: float, high: float, loc: list[str | int]) -> list[dict[str, Any]]:
+    if math.isfinite(value) and low <= value <= high:
+        return []
+    return [{"loc": loc, "msg": f"must be {low:g}..{high:g}, got {value!r}", "type": "value_error"}]
+
+
+def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, Any]]:
+    """Why a C-state table cannot be simulated: too many states, or a parameter that is not a
+    finite number within what the config's own overrides accept (a negative power, an entry
+    cost of 1e300 or a 1e-300 MHz clock would fail the run or make nonsense)."""
+    if len(table.states) > MAX_STATES:
+        msg = f"at most {MAX_STATES} states, got {len(table.states)}"
+        return [{"loc": [*loc, "states"], "msg": msg, "type": "too_long"}]
+    errors = []
+    for name in CostsConfig.model_fields:
+        low, high = _bounds(CostsConfig, name)
+        low = max(low, MIN_TSC_MHZ) if name == "tsc_mhz" else low
+        errors += _param_errors(getattr(table.costs, name).value, low, high, [*loc, "costs", name, "value"])
+    watts = _bounds(PowerConfig, "busy_watts")
+    errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
+    for i, s in enumerate(table.states):
+        at = [*loc, "states", i]
+        errors += _param_errors(s.power_watts.value, *watts, [*at, "power_watts", "value"])
+        errors += _param_errors(s.entry_cost_ns.value, 0, MAX_ENTRY_COST_NS, [*at, "entry_cost_ns", "value"])
+        if s.exit_latency_median_us is not None:
+            median = s.exit_latency_median_us.value
+            errors += _param_errors(median, 0, s.exit_latency_us, [*at, "exit_latency_median_us", "value"])
+    return errors
+
+
+# A TSC slower than 1 MHz, or an idle entry costing more than 10 ms, is a typo, not a platform.
+MIN_TSC_MHZ = 1.0
+MAX_ENTRY_COST_NS = 10_000_000.0

@@ -18,6 +18,7 @@ from app import charts
 from app.errors import InvalidInput, NotFound
 from app.models import LIST_COLUMNS, SORTABLE_COLUMNS
 from app.platforms import store as platform_store
+from app.platforms.views import MIN_TSC_MHZ, table_errors
 from app.runs import store
 from app.schemas import ComparedMetric, ComparedRun, Comparison
 from engine import BUILTIN_PLATFORMS, SimConfig
@@ -47,9 +48,49 @@ def resolve_config(session: Session, data: Any, loc: Sequence[str | int] = CONFI
         if row is not None:
             data = {**data, "platform_table": orjson.loads(row.table)}
     try:
-        return SimConfig.model_validate(data)
+        config = SimConfig.model_validate(data)
     except ValidationError as exc:
         raise InvalidInput([{**e, "loc": [*loc, *e["loc"]]} for e in config_errors(exc)]) from None
+    errors = limit_errors(config)
+    if errors:
+        raise InvalidInput([{**e, "loc": [*loc, *e["loc"]]} for e in errors])
+    return config
+
+
+# Shortest run: one microsecond (shorter rounds to no simulated time at all).
+MIN_DURATION_MS = 0.001
+# Longest PM QoS limit: 10 s (beyond it the limit is no limit, and its nanoseconds overflow).
+MAX_LATENCY_LIMIT_US = 10_000_000.0
+
+
+def limit_errors(config: SimConfig) -> list[dict[str, Any]]:
+    """What the model accepts but a run cannot do, refused at submission (422) rather than
+    failing in the worker: the same limits for a table given inline as for a custom platform."""
+    errors: list[dict[str, Any]] = []
+
+    def refuse(loc: list[str | int], msg: str) -> None:
+        errors.append({"loc": loc, "msg": msg, "type": "value_error"})
+
+    if len(config.platform) > 64:
+        refuse(["platform"], "at most 64 characters")
+    if config.duration_ms < MIN_DURATION_MS:
+        refuse(["duration_ms"], f"must be at least {MIN_DURATION_MS} (1 us), got {config.duration_ms!r}")
+    for i, timer in enumerate(config.wakeups.timers):
+        if timer.period_us * 1000 < 1:
+            refuse(
+                ["wakeups", "timers", i, "period_us"], "must be at least 0.001 (the clock counts nanoseconds)"
+            )
+    limit = config.states.latency_limit_us
+    if limit is not None and limit > MAX_LATENCY_LIMIT_US:
+        refuse(["states", "latency_limit_us"], f"must be at most {MAX_LATENCY_LIMIT_US:g}, got {limit!r}")
+    if config.governor.fixed_state is not None and config.governor.name != "fixed":
+        refuse(["governor", "fixed_state"], f"only the fixed governor takes it, not {config.governor.name!r}")
+    tsc = config.costs.tsc_mhz
+    if tsc is not None and tsc < MIN_TSC_MHZ:
+        refuse(["costs", "tsc_mhz"], f"must be at least {MIN_TSC_MHZ:g}, got {tsc!r}")
+    if config.platform_table is not None:
+        errors += table_errors(config.platform_table, ["platform_table"])
+    return errors
 
 
 # --- one run -----------------------------------------------------------------------------------

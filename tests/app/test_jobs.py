@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from app import models
 from app.db import make_db_engine, make_sessionmaker, session_scope, upgrade_db
@@ -148,3 +150,53 @@ def test_workers_yield_the_cpu_to_the_web_process(tmp_path: Path) -> None:
     finally:
         runner.stop()
         db_engine.dispose()
+
+
+def _runner_with_a_running_run(tmp_path: Path) -> tuple[Any, Any, str]:
+    url = sqlite_url(tmp_path / "w.db")
+    upgrade_db(url)
+    factory = make_sessionmaker(make_db_engine(url))
+    with session_scope(factory) as session:
+        run_id = store.create_run(session, SimConfig(duration_ms=1), status="running").run.id
+    return JobRunner(factory, workers=0), factory, run_id
+
+
+def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.jobs
+    import app.runs.artifacts
+
+    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    attempts = []
+
+    def disk_full(*args: Any, **kwargs: Any) -> bool:
+        attempts.append(1)
+        raise OperationalError("UPDATE runs ...", {}, Exception("database or disk is full"))
+
+    monkeypatch.setattr(app.runs.artifacts, "finish_run", disk_full)
+    monkeypatch.setattr(app.jobs.time, "sleep", lambda s: None)
+    runner._record(run_id, b"{}", "v", 0.5, 0.0)
+    assert len(attempts) == 5  # retried first
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "failed" and "database or disk is full" in run.error
+
+
+def test_a_result_over_the_size_limit_fails_the_run_at_once(tmp_path: Path) -> None:
+    from app.runs.artifacts import MAX_RESULT_BYTES
+
+    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    runner._record(run_id, b" " * (MAX_RESULT_BYTES + 1), "v", 0.5, 0.0)
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "failed" and "over the limit" in run.error and run.result is None
+
+
+def test_runs_running_with_no_live_job_are_reaped(tmp_path: Path) -> None:
+    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    assert runner.reap(grace_s=60) == 0  # just started: maybe in flight
+    assert runner.reap(grace_s=0) == 1
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "failed" and "no job" in run.error
