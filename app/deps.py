@@ -1,4 +1,5 @@
-"""FastAPI dependencies every handler declares: the request's session, the job runner, the settings."""
+"""FastAPI dependencies every handler declares: the request's session (or, for the hot reads, the
+database and the artifacts LRU), the job runner, the settings."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import session_scope
 from app.jobs import JobRunner
+from app.runs.artifacts import Artifacts
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:
@@ -23,6 +26,16 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         yield session
 
 
+async def get_db(request: Request) -> Engine:
+    """The database itself, for the hot reads: a Core connection per read costs a fraction of an
+    ORM session (the reads of a finished run's bytes need no more)."""
+    return request.app.state.db_engine  # type: ignore[no-any-return]
+
+
+async def get_artifacts(request: Request) -> Artifacts:
+    return request.app.state.artifacts  # type: ignore[no-any-return]
+
+
 def get_runner(request: Request) -> JobRunner:
     return request.app.state.runner  # type: ignore[no-any-return]
 
@@ -32,5 +45,7 @@ def get_settings(request: Request) -> Settings:
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+DbDep = Annotated[Engine, Depends(get_db)]
+ArtifactsDep = Annotated[Artifacts, Depends(get_artifacts)]
 RunnerDep = Annotated[JobRunner, Depends(get_runner)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

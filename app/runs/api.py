@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import charts
 from app.db import session_scope
-from app.deps import RunnerDep, SessionDep, SettingsDep
+from app.deps import ArtifactsDep, DbDep, RunnerDep, SessionDep, SettingsDep
 from app.errors import ERROR_RESPONSES, Forbidden, InvalidInput, NotFound, UnsupportedMediaType
-from app.runs import artifacts, store, views
+from app.runs import store, views
+from app.runs.artifacts import serve
 from app.schemas import Comparison, RunList, RunRead, RunStatus, RunSubmitted
 
 router = APIRouter(prefix="/api", tags=["runs"])
@@ -107,7 +108,7 @@ async def create_run(
 
 @router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
 async def list_runs(
-    session: SessionDep,
+    db: DbDep,
     platform: Annotated[str | None, Query(max_length=64)] = None,
     governor: Annotated[str | None, Query(max_length=32)] = None,
     mechanism: Annotated[str | None, Query(max_length=32)] = None,
@@ -123,26 +124,27 @@ async def list_runs(
 ) -> Response:
     """Listed runs (unlisted ones excluded), filtered, sorted and paginated: indexed reads of the
     summary columns only (never config or result)."""
-    view = views.list_runs_view(
-        session,
-        platform=platform,
-        governor=governor,
-        mechanism=mechanism,
-        status=status,
-        q=q,
-        sort=sort,
-        order=order,
-        limit=limit,
-        offset=offset,
-    )
+    with db.connect() as conn:
+        view = views.list_runs_view(
+            conn,
+            platform=platform,
+            governor=governor,
+            mechanism=mechanism,
+            status=status,
+            q=q,
+            sort=sort,
+            order=order,
+            limit=limit,
+            offset=offset,
+        )
     return _json(view.to_json())
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
-async def get_run(run_id: str, request: Request, session: SessionDep) -> Response:
+async def get_run(run_id: str, request: Request, db: DbDep, artifacts: ArtifactsDep) -> Response:
     """A run with its config and, once done, its result (stored bytes, not rebuilt). On the event
     loop: a primary-key read (SQLite in WAL mode never blocks a reader on a writer)."""
-    return artifacts.serve(request, session, run_id, "api")
+    return serve(request, db, artifacts, run_id, "api")
 
 
 @router.delete(
@@ -150,8 +152,8 @@ async def get_run(run_id: str, request: Request, session: SessionDep) -> Respons
 )
 def delete_run(
     run_id: str,
-    request: Request,
     session: SessionDep,
+    artifacts: ArtifactsDep,
     x_delete_token: Annotated[str | None, Header(description="The token POST /api/runs gave.")] = None,
 ) -> Response:
     """Delete a run; needs the `X-Delete-Token` its submission answered with."""
@@ -162,7 +164,7 @@ def delete_run(
         raise Forbidden("wrong or missing X-Delete-Token")
     store.delete_run(session, run_id)
     session.commit()
-    request.app.state.artifacts.discard(run_id)  # frees the memory; the existence check keeps reads exact
+    artifacts.discard(run_id)  # frees the memory; the existence check keeps reads exact anyway
     return Response(status_code=204)
 
 

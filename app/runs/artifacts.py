@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import charts, web
@@ -174,20 +175,20 @@ MAKERS = {
 }
 
 
-def serve(request: Request, session: Session, run_id: str, kind: str) -> Response:
+def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
     """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
     the run exists, else built from its row (and kept if finished). ETag and 304 for revalidation;
     `no-cache`, so a deleted run is a 404 at once."""
-    artifacts: Artifacts = request.app.state.artifacts
     make, media_type = MAKERS[kind]
     entry = artifacts.get(run_id, kind)
-    if entry is None or not store.exists(session, run_id):
-        row = store.get_row(session, run_id)
-        if row is None:
-            raise NotFound(f"run {run_id!r} not found")
-        body = make(row._mapping)
-        finished = row.status in store.FINISHED
-        entry = artifacts.put(run_id, kind, body) if finished else (etag_of(body), body)
+    with db.connect() as conn:
+        if entry is None or not store.exists(conn, run_id):
+            row = store.get_row(conn, run_id)
+            if row is None:
+                raise NotFound(f"run {run_id!r} not found")
+            body = make(row._mapping)
+            finished = row.status in store.FINISHED
+            entry = artifacts.put(run_id, kind, body) if finished else (etag_of(body), body)
     etag, body = entry
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):

@@ -13,11 +13,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from app import charts, web
-from app.deps import SessionDep
+from app.deps import ArtifactsDep, DbDep, SessionDep
 from app.errors import NotFound
 from app.models import RUN_STATUSES, SORTABLE_COLUMNS, Run
 from app.platforms.views import platforms_view
-from app.runs import artifacts, form, views
+from app.runs import form, views
+from app.runs.artifacts import serve
 from app.scenarios.views import list_scenarios
 from app.schemas import RunStatus
 from engine.config import GovernorName, Mechanism, SimConfig
@@ -146,10 +147,10 @@ def run_csv(run_id: str, session: SessionDep) -> StreamingResponse:
 
 
 @router.get("/runs/{run_id}", name="run_page")
-async def run_page(request: Request, run_id: str, session: SessionDep) -> Response:
+async def run_page(request: Request, run_id: str, db: DbDep, artifacts: ArtifactsDep) -> Response:
     """A finished run's page is its stored bytes (rendered when it finished). Declared after the
     downloads, whose paths it would match."""
-    return artifacts.serve(request, session, run_id, "page")
+    return serve(request, db, artifacts, run_id, "page")
 
 
 def result_csv(result: Mapping[str, Any]) -> Iterator[str]:

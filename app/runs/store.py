@@ -134,7 +134,7 @@ def _list_statements(sort: str, descending: bool, filters: tuple[str, ...]) -> t
 
 
 def list_runs(
-    session: Session, f: RunFilter, *, sort: str, descending: bool, limit: int, offset: int
+    db: Session | Connection, f: RunFilter, *, sort: str, descending: bool, limit: int, offset: int
 ) -> tuple[list[Row[Any]], int]:
     """Listed runs matching `f`, sorted (ties broken by id), and the total count."""
     if sort not in SORTABLE_COLUMNS:
@@ -144,7 +144,7 @@ def list_runs(
         escaped = values["q"].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         values["q"] = f"%{escaped}%"
     page, count = _list_statements(sort, descending, tuple(sorted(values)))
-    conn = session.connection()  # Core rows: no ORM loading machinery on the list path
+    conn = db.connection() if isinstance(db, Session) else db  # Core rows: no ORM on the list path
     rows = conn.execute(page, {**values, "limit": limit, "offset": offset}).all()
     total = conn.execute(count, values).scalar() or 0
     return list(rows), int(total)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 from pydantic import ValidationError
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from app import charts
@@ -184,7 +185,7 @@ def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
 
 
 def list_runs_view(
-    session: Session,
+    db: Session | Connection,
     *,
     sort: str = "created_at",
     order: str | None = None,
@@ -196,9 +197,9 @@ def list_runs_view(
     and sorted, newest first by default."""
     column, descending = parse_sort(sort, order)
     f = store.RunFilter(**filters)
-    rows, total = store.list_runs(session, f, sort=column, descending=descending, limit=limit, offset=offset)
+    rows, total = store.list_runs(db, f, sort=column, descending=descending, limit=limit, offset=offset)
     return RunListView(
-        runs=[_summary(r._mapping) for r in rows],
+        runs=[{**r._asdict(), "url": run_path(r.id)} for r in rows],  # list rows hold LIST_COLUMNS only
         total=total,
         limit=limit,
         offset=offset,
