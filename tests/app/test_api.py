@@ -185,6 +185,10 @@ def test_platforms_builtin_and_custom(client: httpx.Client) -> None:
     stored = client.get(f"/api/runs/{run['id']}").json()
     assert stored["platform"] == "mytable"
     assert stored["config"]["platform_table"]["states"][2]["exit_latency_us"] == 100
+    # The slice's page, and the run's stored page, from the live server.
+    page = client.get("/platforms/mytable")
+    assert page.status_code == 200 and "mytable" in page.text
+    assert client.get(f"/runs/{run['id']}").status_code == 200
 
 
 def test_twenty_concurrent_submissions_all_finish(live_server: str) -> None:

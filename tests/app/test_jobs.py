@@ -35,6 +35,7 @@ def _snapshot(db: Path) -> dict[str, dict[str, Any]]:
         db_engine.dispose()
 
 
+@pytest.mark.slow
 def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: Any, tmp_path: Path) -> None:
     db = tmp_path / "idlelab.db"
     server = server_factory().start()
@@ -56,6 +57,7 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
         assert ok["status"] == "done"
 
 
+@pytest.mark.slow
 def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, tmp_path: Path) -> None:
     db = tmp_path / "idlelab.db"
     server = server_factory().start()
@@ -113,6 +115,7 @@ def test_requeue_interrupted_touches_only_running_runs(tmp_path: Path) -> None:
         db_engine.dispose()
 
 
+@pytest.mark.slow
 def test_progress_is_recorded_while_running(server_factory: Any) -> None:
     server = server_factory().start()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
