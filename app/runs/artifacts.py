@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import charts, web
@@ -161,34 +161,39 @@ def finish_run(
         return store.record_result(session, run_id, fields)
 
 
-def _page_bytes(row: Mapping[str, Any]) -> bytes:
+def _api_answer(conn: Connection, run_id: str) -> tuple[str, bytes] | None:
+    row = store.get_row(conn, run_id)
+    return None if row is None else (row.status, run_view(row._mapping).to_json())
+
+
+def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes] | None:
     """The stored page if it is of this render version, else rendered now (not stored: GET never
     writes; the LRU keeps it)."""
-    if row["page"] is not None and row["page_version"] == web.RENDER_VERSION:
-        return bytes(row["page"])
-    return render_page(run_view(row))
+    stored = store.get_page(conn, run_id)
+    if stored is None:
+        return None
+    if stored.page is not None and stored.page_version == web.RENDER_VERSION:
+        return stored.status, bytes(stored.page)
+    row = store.get_row(conn, run_id)
+    return None if row is None else (row.status, render_page(run_view(row._mapping)))
 
 
-MAKERS = {
-    "api": (lambda row: run_view(row).to_json(), "application/json"),
-    "page": (_page_bytes, "text/html; charset=utf-8"),
-}
+ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "text/html; charset=utf-8")}
 
 
 def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
     """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
     the run exists, else built from its row (and kept if finished). ETag and 304 for revalidation;
     `no-cache`, so a deleted run is a 404 at once."""
-    make, media_type = MAKERS[kind]
+    answer, media_type = ANSWERS[kind]
     entry = artifacts.get(run_id, kind)
     with db.connect() as conn:
         if entry is None or not store.exists(conn, run_id):
-            row = store.get_row(conn, run_id)
-            if row is None:
+            made = answer(conn, run_id)
+            if made is None:
                 raise NotFound(f"run {run_id!r} not found")
-            body = make(row._mapping)
-            finished = row.status in store.FINISHED
-            entry = artifacts.put(run_id, kind, body) if finished else (etag_of(body), body)
+            status, body = made
+            entry = artifacts.put(run_id, kind, body) if status in store.FINISHED else (etag_of(body), body)
     etag, body = entry
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):

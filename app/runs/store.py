@@ -82,14 +82,23 @@ def get_run(session: Session, run_id: str) -> Run | None:
     return session.get(Run, run_id)
 
 
+# The hot reads, built once.
+_ROW = select(*_LIST_COLS, Run.config, Run.result).where(Run.id == bindparam("run_id"))
+_PAGE = select(Run.status, Run.page, Run.page_version).where(Run.id == bindparam("run_id"))
+
+
 def get_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
-    """A run's list columns, config, result and stored page, no ORM objects."""
+    """A run's list columns, config and result, no ORM objects."""
     conn = db.connection() if isinstance(db, Session) else db
-    stmt = select(*_LIST_COLS, Run.config, Run.result, Run.page, Run.page_version).where(Run.id == run_id)
-    return conn.execute(stmt).first()
+    return conn.execute(_ROW, {"run_id": run_id}).first()
 
 
-_EXISTS = select(Run.id).where(Run.id == bindparam("run_id"))  # the hot read: built once
+def get_page(db: Connection, run_id: str) -> Row[Any] | None:
+    """A run's status and stored page (with its render version)."""
+    return db.execute(_PAGE, {"run_id": run_id}).first()
+
+
+_EXISTS = select(Run.id).where(Run.id == bindparam("run_id"))
 
 
 def exists(db: Session | Connection, run_id: str) -> bool:
