@@ -159,9 +159,8 @@ class RunListView:
     filters: dict[str, str | None] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(
-            {"runs": self.runs, "total": self.total, "limit": self.limit, "offset": self.offset}
-        )
+        body = {"runs": self.runs, "total": self.total, "limit": self.limit, "offset": self.offset}
+        return orjson.dumps(body, option=orjson.OPT_NAIVE_UTC)
 
 
 def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
@@ -199,7 +198,7 @@ def list_runs_view(
     f = store.RunFilter(**filters)
     rows, total = store.list_runs(db, f, sort=column, descending=descending, limit=limit, offset=offset)
     return RunListView(
-        runs=[{**r._asdict(), "url": run_path(r.id)} for r in rows],  # list rows hold LIST_COLUMNS only
+        runs=[dict(zip(LIST_COLUMNS, r, strict=True), url=run_path(r.id)) for r in rows],
         total=total,
         limit=limit,
         offset=offset,
