@@ -6,10 +6,11 @@
   status='queued'` and hands each to an idle worker through that worker's own task queue.
 - Workers (multiprocessing *spawn* context: no inherited connections or threads) only compute. Each
   warms the engine once on a tiny config, then loops: simulate with a progress callback that
-  reports every `progress_step`, send back the result JSON bytes and its summary, or the error.
-- A collector thread in the parent reads the shared result queue and records progress, results and
-  errors, one short transaction each. A worker that dies fails its run and is replaced; a failing
-  run stores its error and never takes the server down.
+  reports every `progress_step`, send back the result JSON bytes, or the error.
+- A collector thread in the parent reads the shared result queue and records progress, and
+  results through `app.runs.artifacts.finish_run` (retried; a result that cannot be written fails
+  its run with the reason). A worker that dies fails its run and is replaced; a failing run stores
+  its error and never takes the server down; runs left `running` with no live job are reaped.
 - On start, runs left `running` by a stopped server are requeued (`recover()`).
 
 Worker-side code below imports only the engine, so spawning a worker stays cheap.

@@ -278,7 +278,20 @@ class Edge:
             receive = await self._bounded_body(scope, receive, send_with_headers)
             if receive is None:
                 return
-        await (self.gzip if static else self.app)(scope, receive, send_with_headers)
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_headers(message)
+
+        try:
+            await (self.gzip if static else self.app)(scope, receive, send_tracked)
+        except Exception:
+            # A bug: still the one error shape, with the headers (then logged by the server).
+            if not started:
+                await errors.error_response(500, "internal error")(scope, receive, send_with_headers)
+            raise
 
     async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """Read the whole body (up to the limit) first; 413 above it, declared or streamed."""

@@ -96,3 +96,22 @@ def test_docs_work_offline_under_the_csp(app_client: Any) -> None:
     redoc = app_client.get("/redoc")
     assert redoc.status_code == 200
     assert all(s.startswith("/") for s in re.findall(r'src="([^"]+)"', redoc.text))
+
+
+def test_even_a_bug_answers_in_the_error_shape_with_the_headers(tmp_path: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.config import Settings
+    from app.main import create_app
+    from tests.conftest import sqlite_url
+
+    app = create_app(Settings(database_url=sqlite_url(tmp_path / "bug.db"), workers=0))
+
+    @app.get("/api/bug")
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        r = client.get("/api/bug")
+    assert r.status_code == 500 and r.json() == {"detail": "internal error"}
+    assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
