@@ -144,7 +144,7 @@ async def list_runs(
 async def get_run(run_id: str, request: Request, db: DbDep, artifacts: ArtifactsDep) -> Response:
     """A run with its config and, once done, its result (stored bytes, not rebuilt). On the event
     loop: a primary-key read (SQLite in WAL mode never blocks a reader on a writer)."""
-    return serve(request, db, artifacts, run_id, "api")
+    return await serve(request, db, artifacts, run_id, "api")
 
 
 @router.delete(

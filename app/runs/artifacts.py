@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -161,39 +162,44 @@ def finish_run(
         return store.record_result(session, run_id, fields)
 
 
-def _api_answer(conn: Connection, run_id: str) -> tuple[str, bytes] | None:
+def _api_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] | None:
     row = store.get_row(conn, run_id)
     return None if row is None else (row.status, run_view(row._mapping).to_json())
 
 
-def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes] | None:
-    """The stored page if it is of this render version, else rendered now (not stored: GET never
-    writes; the LRU keeps it)."""
+def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] | None:
+    """The stored page if it is of this render version, else the run to render (not stored: GET
+    never writes; the LRU keeps it)."""
     stored = store.get_page(conn, run_id)
     if stored is None:
         return None
     if stored.page is not None and stored.page_version == web.RENDER_VERSION:
         return stored.status, bytes(stored.page)
     row = store.get_row(conn, run_id)
-    return None if row is None else (row.status, render_page(run_view(row._mapping)))
+    return None if row is None else (row.status, run_view(row._mapping))
 
 
 ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "text/html; charset=utf-8")}
 
 
-def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
+async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
     """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
-    the run exists, else built from its row (and kept if finished). ETag and 304 for revalidation;
-    `no-cache`, so a deleted run is a 404 at once."""
+    the run exists, else read from its row (and kept if finished). On the event loop: two
+    primary-key reads at most (SQLite in WAL mode never blocks a reader on a writer); a page to
+    render goes to the threadpool. ETag and 304 for revalidation; `no-cache`, so a deleted run is a
+    404 at once."""
     answer, media_type = ANSWERS[kind]
     entry = artifacts.get(run_id, kind)
     with db.connect() as conn:
-        if entry is None or not store.exists(conn, run_id):
-            made = answer(conn, run_id)
-            if made is None:
-                raise NotFound(f"run {run_id!r} not found")
-            status, body = made
-            entry = artifacts.put(run_id, kind, body) if status in store.FINISHED else (etag_of(body), body)
+        cached = entry is not None and store.exists(conn, run_id)
+        made = None if cached else answer(conn, run_id)
+    if not cached:
+        if made is None:
+            raise NotFound(f"run {run_id!r} not found")
+        status, body = made
+        if isinstance(body, RunView):
+            body = await run_in_threadpool(render_page, body)
+        entry = artifacts.put(run_id, kind, body) if status in store.FINISHED else (etag_of(body), body)
     etag, body = entry
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):

@@ -150,7 +150,7 @@ def run_csv(run_id: str, session: SessionDep) -> StreamingResponse:
 async def run_page(request: Request, run_id: str, db: DbDep, artifacts: ArtifactsDep) -> Response:
     """A finished run's page is its stored bytes (rendered when it finished). Declared after the
     downloads, whose paths it would match."""
-    return serve(request, db, artifacts, run_id, "page")
+    return await serve(request, db, artifacts, run_id, "page")
 
 
 def result_csv(result: Mapping[str, Any]) -> Iterator[str]:
