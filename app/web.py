@@ -22,7 +22,6 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from markupsafe import Markup
-from starlette.datastructures import MutableHeaders
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -226,7 +225,8 @@ def cross_site_refusal(scope: Scope, loopback_only: bool) -> str | None:
       included) other than the request's own, is another site's page posting here.
     """
     host = _header(scope, b"host") or ""
-    if loopback_only and re.sub(r":\d+$", "", host).lower() not in LOOPBACK_HOSTS:
+    name = host[: host.rindex(":")] if host.rfind(":") > host.rfind("]") else host  # no port
+    if loopback_only and name.lower() not in LOOPBACK_HOSTS:
         return f"host {host!r} not served: the server is bound to loopback"
     if scope["method"] not in UNSAFE_METHODS:
         return None
@@ -260,14 +260,13 @@ class Edge:
         static = path.startswith(("/static/", "/static-offline-docs/"))
         versioned = static and b"v=" in scope.get("query_string", b"")
 
+        added = [(b"content-security-policy", csp), *SECURITY_HEADERS[1:]]
+        if static:
+            added.append((b"cache-control", CACHE_IMMUTABLE.encode() if versioned else b"no-cache"))
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers["content-security-policy"] = csp.decode()
-                for name, value in SECURITY_HEADERS[1:]:
-                    headers[name.decode()] = value.decode()
-                if static and message["status"] in (200, 304):
-                    headers["cache-control"] = CACHE_IMMUTABLE if versioned else "no-cache"
+                message["headers"] = [*message.get("headers", ()), *added]
             await send(message)
 
         refusal = cross_site_refusal(scope, self.loopback_only)
