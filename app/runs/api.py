@@ -11,7 +11,6 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import charts
-from app.db import session_scope
 from app.deps import ArtifactsDep, DbDep, RunnerDep, SessionDep, SettingsDep
 from app.errors import ERROR_RESPONSES, Forbidden, InvalidInput, NotFound, UnsupportedMediaType
 from app.runs import store, views
@@ -62,6 +61,7 @@ async def _read_json(request: Request) -> Any:
 )
 async def create_run(
     request: Request,
+    session: SessionDep,
     runner: RunnerDep,
     settings: SettingsDep,
     wait: Annotated[
@@ -79,8 +79,8 @@ async def create_run(
         raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
 
     def submit() -> Any:
-        with session_scope(request.app.state.sessionmaker) as session:
-            config = views.resolve_config(session, shell.config)
+        config = views.resolve_config(session, shell.config)
+        session.commit()  # ends the read: what follows must see the run finish
         return runner.submit(config, title=shell.title, unlisted=shell.unlisted)
 
     submitted = await run_in_threadpool(submit)
@@ -96,11 +96,7 @@ async def create_run(
     if submitted.status not in store.FINISHED:
         await runner.wait(submitted.id, settings.wait_timeout_s)
 
-    def load() -> views.RunView:
-        with session_scope(request.app.state.sessionmaker) as session:
-            return views.load_run_view(session, submitted.id)
-
-    view = await run_in_threadpool(load)
+    view = await run_in_threadpool(views.load_run_view, session, submitted.id)
     answer.update(status=view.status, progress=view.summary["progress"], error=view.summary["error"])
     answer["result"] = orjson.Fragment(view.result_json) if view.result_json is not None else None
     return _json(orjson.dumps(answer), 200 if view.status in store.FINISHED else 202)

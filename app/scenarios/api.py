@@ -12,7 +12,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.db import session_scope
 from app.deps import RunnerDep, SessionDep, SettingsDep
 from app.errors import ERROR_RESPONSES, InvalidInput
 from app.runs.store import FINISHED
@@ -67,6 +66,7 @@ class ScenarioRun(BaseModel):
 async def run_scenario(
     name: str,
     request: Request,
+    session: SessionDep,
     runner: RunnerDep,
     settings: SettingsDep,
     wait: Annotated[bool, Query(description="Wait (bounded) for every run to finish.")] = False,
@@ -92,11 +92,7 @@ async def run_scenario(
     pending = [s["id"] for s in submitted if s["status"] not in FINISHED]
     await asyncio.gather(*(runner.wait(rid, settings.wait_timeout_s) for rid in pending))
 
-    def load() -> dict[str, views.RunRef]:
-        with session_scope(request.app.state.sessionmaker) as session:
-            return views.runs_by_ids(session, scenario, ids)
-
-    runs = await run_in_threadpool(load)
+    runs = await run_in_threadpool(views.runs_by_ids, session, scenario, ids)
     by_id = {r.id: r for r in runs.values()}
     for item in answer["runs"]:
         ref = by_id.get(item["id"])
