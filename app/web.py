@@ -158,6 +158,12 @@ env.globals.update(
 env.filters.update(json_script=json_script, num=fmt_num, us=fmt_us, time=fmt_time)
 
 
+def absolute(request: Request, path: str) -> str:
+    """A path as the absolute URL the client reached the server at: only for the answers to a
+    POST (scripts follow the link they were given); stored and GET answers carry paths."""
+    return str(request.base_url).rstrip("/") + path
+
+
 def render_html(name: str, context: dict[str, Any]) -> str:
     """A template as text (no request: stored pages are rendered this way too)."""
     return env.get_template(name).render({"here": "", **context})

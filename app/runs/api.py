@@ -16,6 +16,7 @@ from app.errors import ERROR_RESPONSES, Forbidden, InvalidInput, NotFound, Unsup
 from app.runs import store, views
 from app.runs.artifacts import serve
 from app.schemas import Comparison, RunList, RunRead, RunStatus, RunSubmitted
+from app.web import absolute
 
 router = APIRouter(prefix="/api", tags=["runs"])
 
@@ -86,7 +87,7 @@ async def create_run(
     submitted = await run_in_threadpool(submit)
     answer: dict[str, Any] = {
         "id": submitted.id,
-        "url": views.run_path(submitted.id),
+        "url": absolute(request, views.run_path(submitted.id)),
         "status": submitted.status,
         "delete_token": submitted.delete_token,
         "reused_from": submitted.reused_from,

@@ -16,6 +16,7 @@ from app.deps import RunnerDep, SessionDep, SettingsDep
 from app.errors import ERROR_RESPONSES, InvalidInput
 from app.runs.store import FINISHED
 from app.scenarios import views
+from app.web import absolute
 from engine import engine_version
 
 router = APIRouter(prefix="/api", tags=["scenarios"])
@@ -81,11 +82,12 @@ async def run_scenario(
         raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
     submitted = await run_in_threadpool(views.submit, runner, scenario, unlisted=body.unlisted)
     ids = [s["id"] for s in submitted]
+    compare = views.compare_url(ids)
     answer: dict[str, Any] = {
         "scenario": scenario.name,
-        "runs": submitted,
-        "comparison_url": views.compare_url(ids),
-        "scenario_url": f"/scenarios/{scenario.name}?ids={','.join(ids)}",
+        "runs": [{**s, "url": absolute(request, s["url"])} for s in submitted],
+        "comparison_url": compare and absolute(request, compare),
+        "scenario_url": absolute(request, f"/scenarios/{scenario.name}?ids={','.join(ids)}"),
     }
     if not wait:
         return _json(answer, 202)
