@@ -126,3 +126,10 @@ def test_openapi_documents_every_status_a_route_answers(app_client: Any) -> None
     for path, ops in paths.items():
         for method, op in ops.items():
             assert {"403", "422", "503"} <= set(op["responses"]), (method, path)
+
+
+@pytest.mark.parametrize("name", ["skx", "icx", "wsm"])
+def test_a_built_in_table_given_inline_is_accepted(app_client: Any, name: str) -> None:
+    table = app_client.get(f"/api/platforms/{name}").json()["table"]
+    r = app_client.post("/api/runs", json={"config": {**small_config(), "platform_table": table}})
+    assert r.status_code == 202, r.text
