@@ -37,12 +37,8 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
-# On every answer, JSON and static files included.
-SECURITY_HEADERS = (
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-)
+# On every answer (pages, JSON, static files, errors), beside the CSP.
+SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"))
 # Versioned URLs (the plotly bundle, `?v=<hash>` static links) never change content.
 CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -262,16 +258,18 @@ class Edge:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
-        csp = self.docs_csp if path == "/docs" else SECURITY_HEADERS[0][1]
+        csp = self.docs_csp if path == "/docs" else CSP.encode()
         static = path.startswith(("/static/", "/static-offline-docs/"))
-        versioned = static and b"v=" in scope.get("query_string", b"")
-
-        added = [(b"content-security-policy", csp), *SECURITY_HEADERS[1:]]
+        added = [(b"content-security-policy", csp), *SECURITY_HEADERS]
         if static:
+            versioned = b"v=" in scope.get("query_string", b"")
             added.append((b"cache-control", CACHE_IMMUTABLE.encode() if versioned else b"no-cache"))
+        started = False
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message["headers"] = [*message.get("headers", ()), *added]
             await send(message)
 
@@ -283,15 +281,8 @@ class Edge:
             receive = await self._bounded_body(scope, receive, send_with_headers)
             if receive is None:
                 return
-        started = False
-
-        async def send_tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send_with_headers(message)
-
         try:
-            await (self.gzip if static else self.app)(scope, receive, send_tracked)
+            await (self.gzip if static else self.app)(scope, receive, send_with_headers)
         except Exception:
             # A bug: still the one error shape, with the headers (then logged by the server).
             if not started:
