@@ -27,7 +27,6 @@ from engine.scenarios import (
     Outcome,
     Scenario,
     evaluate,
-    summary,
 )
 
 
@@ -43,9 +42,32 @@ def get_scenario(name: str) -> Scenario:
 def scenario_item(scenario: Scenario) -> dict[str, Any]:
     """A scenario as `GET /api/scenarios` lists it."""
     return {
-        **summary(scenario),
+        "name": scenario.name,
+        "title": scenario.title,
+        "description": scenario.description,
+        "source": scenario.source,
+        "roles": [{"name": r.name, "label": r.label} for r in scenario.roles],
+        "checks": [check_fields(c) for c in scenario.checks],
         "url": f"/scenarios/{scenario.name}",
         "run_url": f"/api/scenarios/{scenario.name}/run",
+    }
+
+
+def check_fields(check: Check) -> dict[str, Any]:
+    """What a check is, before any run: the figure, how it is compared, what it accepts."""
+    return {
+        "id": check.id,
+        "metric": check.metric,
+        "unit": check.unit,
+        "mode": check.mode,
+        "baseline": check.baseline,
+        "role": check.role,
+        "published": check.published_value,
+        "published_text": check.published_text,
+        "accept": list(check.accept),
+        "tolerance": check.tolerance,
+        "kind": check.kind,
+        "source_figure": check.published,
     }
 
 
@@ -150,23 +172,14 @@ def check_row(
     used = [runs[r] for r in check.roles() if r in runs]
     ids = [r.id for r in used]
     return {
-        "id": check.id,
+        **check_fields(check),
         "scenario": scenario.name,
         "source": check.source,
-        "metric": check.metric,
-        "unit": check.unit,
-        "published": check.published_value,
-        "published_text": check.published_text,
-        "simulated": outcome.simulated if outcome else None,
-        "tolerance": check.tolerance,
-        "accept": list(check.accept),
-        "ok": outcome.ok if outcome else False,
-        "kind": check.kind,
-        "source_figure": check.published,
         "note": check.note,
+        "simulated": outcome.simulated if outcome else None,
+        "ok": outcome.ok if outcome else False,
         "baseline_role": check.baseline,
         "baseline_value": outcome.baseline_value if outcome else None,
-        "role": check.role,
         "role_value": outcome.role_value if outcome else None,
         "value_unit": check.metric_ref.unit,
         "runs": [r.link() for r in used],
