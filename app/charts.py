@@ -758,14 +758,14 @@ class Metric:
         return None if v is None else float(v)
 
 
-def _lat(src: str, key: str) -> Callable[[Result], float | None]:
-    def get(r: Result) -> float | None:
-        stats = r["latency"].get(src)
-        if not stats or not stats["count"]:
-            return None
-        return float(stats[key]) / 1000.0
+def _lat(src: str, key: str, scale: float = 1e-3) -> Callable[[Result], float | None]:
+    """A latency statistic of one source (None without samples), in us unless `scale` says."""
 
-    return get
+    def read(r: Result) -> float | None:
+        stats = r["latency"].get(src)
+        return None if not stats or not stats["count"] else float(stats[key]) * scale
+
+    return read
 
 
 def _sum_states(key: str) -> Callable[[Result], float]:
@@ -851,14 +851,6 @@ def _state_value(name: str, key: str) -> Callable[[Result], Any]:
     return lambda r: next((s[key] for s in r["states"] if s["name"] == name), None)
 
 
-def _lat_ns(src: str, key: str) -> Callable[[Result], Any]:
-    def read(r: Result) -> Any:
-        stats = r["latency"].get(src)
-        return None if not stats or not stats["count"] else stats[key]
-
-    return read
-
-
 def compare_metrics(state_names: Sequence[str]) -> list[Metric]:
     """The metrics `/api/compare` aligns (raw units: ns, shares, counts; keys are a contract)."""
     out = [
@@ -877,7 +869,14 @@ def compare_metrics(state_names: Sequence[str]) -> list[Metric]:
         label = LATENCY_LABELS[src].split(" (")[0].split(":")[0]
         for key, what in (("mean_ns", "mean"), ("p99_ns", "p99")):
             out.append(
-                Metric(f"latency.{src}.{key}", f"{label} {what}", "ns", _lat_ns(src, key), "lower", "latency")
+                Metric(
+                    f"latency.{src}.{key}",
+                    f"{label} {what}",
+                    "ns",
+                    _lat(src, key, scale=1.0),
+                    "lower",
+                    "latency",
+                )
             )
     for loc, loc_label in (("same_socket", "same socket"), ("other_socket", "other socket")):
         out += [
