@@ -248,7 +248,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 )
                 run_id, token = new.run.id, new.delete_token
             kwargs = {"engine_version": result.engine_version, "wall_s": wall_s, "compile_s": compile_s}
-            finish_run(factory, run_id, result_json, **kwargs)  # type: ignore[arg-type]
+            try:
+                finish_run(factory, run_id, result_json, **kwargs)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - the stored run says why, the user too
+                with session_scope(factory) as session:
+                    store.fail_run(session, run_id, f"the result could not be stored: {one_line(exc)}")
+                raise CliError(f"the result could not be stored: {one_line(exc)}") from None
             base = _settings().base_url()
         out = sys.stderr if args.json == "-" else sys.stdout
         print(f"saved: {base}/runs/{run_id}  (delete token: {token})", file=out)
