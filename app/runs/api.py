@@ -137,7 +137,11 @@ async def list_runs(
     return _json(view.to_json())
 
 
-@router.get("/runs/{run_id}", response_model=RunRead, responses=ERROR_RESPONSES)
+@router.get(
+    "/runs/{run_id}",
+    response_model=RunRead,
+    responses={**ERROR_RESPONSES, 304: {"description": "`If-None-Match` named the current ETag."}},
+)
 async def get_run(run_id: str, request: Request, db: DbDep, artifacts: ArtifactsDep) -> Response:
     """A run with its config and, once done, its result (stored bytes, not rebuilt). On the event
     loop: a primary-key read (SQLite in WAL mode never blocks a reader on a writer)."""

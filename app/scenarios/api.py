@@ -63,7 +63,11 @@ class ScenarioRun(BaseModel):
     unlisted: bool = False
 
 
-@router.post("/scenarios/{name}/run", status_code=202, responses=ERROR_RESPONSES)
+@router.post(
+    "/scenarios/{name}/run",
+    status_code=202,
+    responses={**ERROR_RESPONSES, 200: {"description": "With `?wait=true`, every run finished in time."}},
+)
 async def run_scenario(
     name: str,
     request: Request,

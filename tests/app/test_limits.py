@@ -123,6 +123,8 @@ def test_openapi_documents_every_status_a_route_answers(app_client: Any) -> None
     assert "404" in paths["/api/runs/{run_id}/charts"]["get"]["responses"]
     assert {"400", "409", "422"} <= set(paths["/api/platforms"]["post"]["responses"])
     assert "415" in paths["/api/runs"]["post"]["responses"]
+    assert "304" in paths["/api/runs/{run_id}"]["get"]["responses"]
+    assert "200" in paths["/api/scenarios/{name}/run"]["post"]["responses"]
     for path, ops in paths.items():
         for method, op in ops.items():
             assert {"403", "422", "503"} <= set(op["responses"]), (method, path)
