@@ -50,6 +50,8 @@ def test_same_origin_requests_pass(app_client: Any) -> None:
     assert r.status_code == 202, r.text
     form = app_client.post("/scenarios/rfc-review-irqs-off/run", headers=ok, follow_redirects=False)
     assert form.status_code == 303 and form.headers["location"].startswith("/scenarios/")
+    button = app_client.post("/validation/run", headers=ok, follow_redirects=False)
+    assert button.status_code == 303 and button.headers["location"] == "/validation"  # a path, never the Host
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
