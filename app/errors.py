@@ -35,10 +35,6 @@ class Conflict(AppError):
     status_code = 409
 
 
-class PayloadTooLarge(AppError):
-    status_code = 413
-
-
 class UnsupportedMediaType(AppError):
     status_code = 415
 

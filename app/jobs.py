@@ -288,10 +288,6 @@ class JobRunner:
         )
         return Submitted(run_id, "done", token, named)
 
-    def notify(self) -> None:
-        """Tell the dispatcher that queued runs may be waiting (e.g. inserted by someone else)."""
-        self._wake.set()
-
     async def wait(self, run_id: str, timeout: float) -> str | None:
         """Wait until the run is done or failed, at most `timeout` s; returns its status then."""
         loop = asyncio.get_running_loop()
