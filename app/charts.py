@@ -19,10 +19,13 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale
+
+from engine.result import LATENCY_LABELS, LATENCY_SOURCES
 
 Result = Mapping[str, Any]
 Figure = dict[str, Any]
@@ -731,43 +734,38 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
 # --- summary figures (run page cards, compare deltas) -----------------------------------------
 
 
+@dataclass(frozen=True)
 class Metric:
-    """A summary figure of a run: how to read it from a result, its unit, and which way is better."""
+    """A number read from a run's result: its stable key, label, unit, how to read it, and which
+    way is better (None: it describes the workload, not a quality). The run page's headline
+    figures and the compare table (API and page) are lists of these."""
 
-    def __init__(
-        self,
-        key: str,
-        label: str,
-        unit: str,
-        get: Callable[[Result], float | None],
-        better: str | None = None,
-        estimate: bool = False,
-    ) -> None:
-        self.key, self.label, self.unit, self.get, self.better, self.estimate = (
-            key,
-            label,
-            unit,
-            get,
-            better,
-            estimate,
-        )
+    key: str
+    label: str
+    unit: str
+    read: Callable[[Result], Any]
+    better: Literal["lower", "higher"] | None = None
+    group: str = ""
+    estimate: bool = False
 
-    def value(self, result: Result) -> float | None:
+    def value(self, result: Result | None) -> float | None:
+        if result is None:
+            return None
         try:
-            v = self.get(result)
+            v = self.read(result)
         except (KeyError, TypeError, IndexError):
             return None
         return None if v is None else float(v)
 
 
-def _lat(src: str, key: str) -> Callable[[Result], float | None]:
-    def get(r: Result) -> float | None:
-        stats = r["latency"].get(src)
-        if not stats or not stats["count"]:
-            return None
-        return float(stats[key]) / 1000.0
+def _lat(src: str, key: str, scale: float = 1e-3) -> Callable[[Result], float | None]:
+    """A latency statistic of one source (None without samples), in us unless `scale` says."""
 
-    return get
+    def read(r: Result) -> float | None:
+        stats = r["latency"].get(src)
+        return None if not stats or not stats["count"] else float(stats[key]) * scale
+
+    return read
 
 
 def _sum_states(key: str) -> Callable[[Result], float]:
@@ -846,4 +844,95 @@ def summary_figures(result: Result) -> list[dict[str, Any]]:
                     "estimate": m.estimate,
                 }
             )
+    return out
+
+
+def _state_value(name: str, key: str) -> Callable[[Result], Any]:
+    return lambda r: next((s[key] for s in r["states"] if s["name"] == name), None)
+
+
+def compare_metrics(state_names: Sequence[str]) -> list[Metric]:
+    """The metrics `/api/compare` aligns (raw units: ns, shares, counts; keys are a contract)."""
+    out = [
+        Metric(f"residency.{n}", f"{n} residency", "share", _state_value(n, "residency"), group="residency")
+        for n in state_names
+    ]
+    out += [
+        Metric("busy_share", "Busy (C0) share", "share", lambda r: r["busy_share"], group="residency"),
+        Metric("wakeups", "Wake-ups from idle", "count", lambda r: r["wakeups"], group="residency"),
+    ]
+    out += [
+        Metric(f"usage.{n}", f"{n} entries", "count", _state_value(n, "usage"), group="usage")
+        for n in state_names
+    ]
+    for src in LATENCY_SOURCES:
+        label = LATENCY_LABELS[src].split(" (")[0].split(":")[0]
+        for key, what in (("mean_ns", "mean"), ("p99_ns", "p99")):
+            out.append(
+                Metric(
+                    f"latency.{src}.{key}",
+                    f"{label} {what}",
+                    "ns",
+                    _lat(src, key, scale=1.0),
+                    "lower",
+                    "latency",
+                )
+            )
+    for loc, loc_label in (("same_socket", "same socket"), ("other_socket", "other socket")):
+        out += [
+            Metric(
+                f"ipi.{loc}.mean_cycles",
+                f"Sender cycles, {loc_label}",
+                "cycles",
+                lambda r, x=loc: r["ipi"][x]["mean_cycles"] if r["ipi"][x]["calls"] else None,
+                "lower",
+                "ipi",
+            ),
+            Metric(
+                f"ipi.{loc}.idle_target_mean_cycles",
+                f"Sender cycles to an idle target, {loc_label}",
+                "cycles",
+                lambda r, x=loc: r["ipi"][x]["idle_target_mean_cycles"],
+                "lower",
+                "ipi",
+            ),
+            Metric(
+                f"ipi.{loc}.busy_target_mean_cycles",
+                f"Sender cycles to a busy target, {loc_label}",
+                "cycles",
+                lambda r, x=loc: r["ipi"][x]["busy_target_mean_cycles"],
+                "lower",
+                "ipi",
+            ),
+        ]
+    for key, label, better in (
+        ("requested", "Calls made", None),
+        ("ipis_sent", "IPIs sent", "lower"),
+        ("ipis_avoided", "IPIs avoided", "higher"),
+        ("sched_ipis_sent", "Scheduler wake-up IPIs sent", "lower"),
+        ("sched_ipis_avoided", "Scheduler wake-up IPIs avoided", "higher"),
+        ("line_transfers_same_socket", "Cache-line transfers, same socket", "lower"),
+        ("line_transfers_other_socket", "Cache-line transfers, other socket", "lower"),
+    ):
+        out.append(Metric(f"ipi.{key}", label, "count", lambda r, k=key: r["ipi"][k], better, "ipi"))  # type: ignore[arg-type]
+    out += [
+        Metric(
+            "energy.joules",
+            "Energy (estimate)",
+            "J",
+            lambda r: r["energy"]["joules"],
+            "lower",
+            "energy",
+            True,
+        ),
+        Metric(
+            "energy.mean_watts_per_cpu",
+            "Mean power per CPU (estimate)",
+            "W",
+            lambda r: r["energy"]["mean_watts_per_cpu"],
+            "lower",
+            "energy",
+            True,
+        ),
+    ]
     return out

@@ -8,6 +8,7 @@ import this module when the server was started with `python -m app.cli`, and the
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import time
@@ -135,18 +136,16 @@ def _build_config(args: argparse.Namespace) -> Any:
         if value is not None:
             _set(data, path, value)
     from app.errors import InvalidInput
+    from app.runs.views import resolve_config
 
     name = data.get("platform")
     try:
         if isinstance(name, str) and _needs_db(name, data):
-            from app import views
             from app.db import session_scope
 
             with _database() as factory, session_scope(factory) as session:
-                return views.resolve_config(session, data, loc=())
-        from app.views import resolve_config
-
-        return resolve_config(_NoSession(), data, loc=())
+                return resolve_config(session, data, loc=())
+        return resolve_config(_NoSession(), data, loc=())  # type: ignore[arg-type]
     except InvalidInput as exc:
         raise CliError("invalid config: " + _errors_line(exc.detail)) from None
 
@@ -214,14 +213,10 @@ class ProgressBar:
 def cmd_run(args: argparse.Namespace) -> int:
     config = _build_config(args)
     from app.jobs import one_line, warm_engine
-    from app.store import result_summary
     from engine import simulate
 
     compile_s, _ = warm_engine()
     bar = ProgressBar(enabled=not args.quiet and (args.progress or sys.stderr.isatty()))
-    from datetime import UTC, datetime
-
-    started = datetime.now(UTC)
     t0 = time.perf_counter()
     try:
         result = simulate(config, progress=bar)
@@ -242,22 +237,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json != "-":
         print(format_summary(result, wall_s))
     if args.save:
-        from app import store
         from app.db import session_scope
+        from app.runs import store
+        from app.runs.artifacts import finish_run
 
         with _database() as factory:
             with session_scope(factory) as session:
-                new = store.create_run(session, config, title=args.title or "", unlisted=args.unlisted)
-                store.mark_done(
-                    new.run,
-                    result_json=result_json,
-                    summary=result_summary(result),
-                    engine_version=result.engine_version,
-                    wall_s=wall_s,
-                    compile_s=compile_s,
-                    started_at=started,
+                new = store.create_run(
+                    session, config, title=args.title or "", unlisted=args.unlisted, status="running"
                 )
                 run_id, token = new.run.id, new.delete_token
+            kwargs = {"engine_version": result.engine_version, "wall_s": wall_s, "compile_s": compile_s}
+            try:
+                finish_run(factory, run_id, result_json, **kwargs)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - the stored run says why, the user too
+                with session_scope(factory) as session:
+                    store.fail_run(session, run_id, f"the result could not be stored: {one_line(exc)}")
+                raise CliError(f"the result could not be stored: {one_line(exc)}") from None
             base = _settings().base_url()
         out = sys.stderr if args.json == "-" else sys.stdout
         print(f"saved: {base}/runs/{run_id}  (delete token: {token})", file=out)
@@ -300,11 +296,11 @@ def cmd_platforms(args: argparse.Namespace) -> int:
         (n, "built-in", BUILTIN_PLATFORMS[n]) for n in sorted(BUILTIN_PLATFORMS)
     ]
     if args.custom:
-        from app import views
         from app.db import session_scope
+        from app.platforms.views import platforms_view
 
         with _database() as factory, session_scope(factory) as session:
-            for p in views.platforms_view(session).platforms:
+            for p in platforms_view(session).platforms:
                 if p.custom:
                     rows.append((p.name, f"custom, on {p.based_on}", p.table))
     if args.json:
@@ -319,6 +315,37 @@ def cmd_platforms(args: argparse.Namespace) -> int:
         print(f"{name:<10} {kind:<16} {table.title}")
         print(f"{'':<10} states (exit/target us): {states}")
     return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """The validation table: the missing runs are made first, through the job runner (as
+    `POST /api/validation/run` does), then each published figure is printed beside its run's."""
+    import orjson
+
+    from app.db import session_scope
+    from app.jobs import JobRunner
+    from app.scenarios import views
+
+    with _database() as factory:
+        runner = JobRunner(factory, workers=1)
+        runner.start()
+        try:
+            with session_scope(factory) as session:
+                submitted = views.submit_missing(session, runner)
+            for s in submitted:
+                print(f"simulating {s['role']} ({s['id']}) ...", file=sys.stderr, flush=True)
+            for s in submitted:
+                if s["status"] not in ("done", "failed"):
+                    asyncio.run(runner.wait(s["id"], timeout=600))
+        finally:
+            runner.stop()
+        with session_scope(factory) as session:
+            body = views.validation_report(session)
+    if args.json:
+        sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(views.text_table(body))
+    return 0 if body["all_ok"] else 1
 
 
 def cmd_db(args: argparse.Namespace) -> int:
@@ -376,6 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
     plats.add_argument("--json", action="store_true", help="the full tables as JSON")
     plats.add_argument("--custom", action="store_true", help="include custom tables from the database")
     plats.set_defaults(func=cmd_platforms)
+
+    validate = sub.add_parser("validate", help="each published figure beside the simulated one")
+    validate.add_argument("--json", action="store_true", help="print the GET /api/validation body")
+    validate.set_defaults(func=cmd_validate)
 
     db = sub.add_parser("db", help="database migrations")
     db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)

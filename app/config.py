@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     read_cache_bytes: int = Field(
         default=128 * 1024 * 1024,
         ge=0,
-        description="Memory for cached answers about finished runs and run lists (0: no caching).",
+        description="Memory for finished runs' answers and pages, least recently used dropped (0: none).",
     )
     host: str = Field(default="127.0.0.1", description="`idlelab serve` default host.")
     port: int = Field(default=8000, ge=0, le=65535, description="`idlelab serve` default port.")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, Request
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -55,16 +54,6 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: a session for one request, committed when the handler returns and
-    before the response is sent (`scope="function"`), so a client never outruns a write."""
-    with session_scope(request.app.state.sessionmaker) as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 def alembic_config(url: str | None = None) -> Any:

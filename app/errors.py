@@ -9,6 +9,7 @@ import orjson
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
@@ -34,8 +35,19 @@ class Conflict(AppError):
     status_code = 409
 
 
-class PayloadTooLarge(AppError):
-    status_code = 413
+class UnsupportedMediaType(AppError):
+    status_code = 415
+
+
+# What routes document besides their success: every status a route can answer.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    403: {"description": 'Cross-site request, or a wrong delete token: `{"detail": "..."}`'},
+    404: {"description": 'Unknown id: `{"detail": "..."}`'},
+    413: {"description": 'Request body over the limit: `{"detail": "..."}`'},
+    415: {"description": 'Body not sent as application/json: `{"detail": "..."}`'},
+    422: {"description": 'Invalid input: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`'},
+    503: {"description": 'Database unavailable (locked, disk full); retry: `{"detail": "..."}`'},
+}
 
 
 class InvalidInput(AppError):
@@ -77,7 +89,7 @@ def error_response(status_code: int, detail: Any, headers: dict[str, str] | None
 
 
 def _wants_html(request: Request) -> bool:
-    if request.url.path.startswith("/api") or request.url.path.startswith("/static"):
+    if request.url.path.startswith(("/api", "/static")):
         return False
     return "text/html" in request.headers.get("accept", "")
 
@@ -85,17 +97,14 @@ def _wants_html(request: Request) -> bool:
 def _render(
     request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None
 ) -> Response:
-    """JSON for the API; for a browser asking for a page, `error.html` (same fields) when it exists."""
-    templates = getattr(request.app.state, "templates", None)
-    if templates is not None and _wants_html(request):
-        try:
-            templates.get_template("error.html")
-        except Exception:  # noqa: BLE001 - no page template yet: fall back to JSON
-            pass
-        else:
-            return templates.TemplateResponse(
-                request, "error.html", {"status_code": status_code, "detail": detail}, status_code=status_code
-            )
+    """JSON for the API; for a browser asking for a page, `error.html` with the same fields."""
+    if _wants_html(request):
+        from app import web
+
+        context = {"status_code": status_code, "detail": detail}
+        response = web.page(request, "error.html", context, status_code=status_code)
+        response.headers.update(headers or {})
+        return response
     return error_response(status_code, detail, headers)
 
 
@@ -114,8 +123,15 @@ async def validation_error_handler(request: Request, exc: Exception) -> Response
     return _render(request, 422, [normalize_error(dict(e)) for e in exc.errors()])
 
 
+async def database_error_handler(request: Request, exc: Exception) -> Response:
+    """The database refused (locked, disk full, gone): a 503 the client may retry, with the reason."""
+    reason = " ".join(str(getattr(exc, "orig", exc)).split())
+    return _render(request, 503, f"database unavailable: {reason}", {"Retry-After": "1"})
+
+
 def install(app: Any) -> None:
     """Register the handlers that give every error the `{"detail": ...}` shape."""
     app.add_exception_handler(AppError, app_error_handler)
+    app.add_exception_handler(OperationalError, database_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

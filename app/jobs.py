@@ -6,10 +6,11 @@
   status='queued'` and hands each to an idle worker through that worker's own task queue.
 - Workers (multiprocessing *spawn* context: no inherited connections or threads) only compute. Each
   warms the engine once on a tiny config, then loops: simulate with a progress callback that
-  reports every `progress_step`, send back the result JSON bytes and its summary, or the error.
-- A collector thread in the parent reads the shared result queue and records progress, results and
-  errors, one short transaction each. A worker that dies fails its run and is replaced; a failing
-  run stores its error and never takes the server down.
+  reports every `progress_step`, send back the result JSON bytes, or the error.
+- A collector thread in the parent reads the shared result queue and records progress, and
+  results through `app.runs.artifacts.finish_run` (retried; a result that cannot be written fails
+  its run with the reason). A worker that dies fails its run and is replaced; a failing run stores
+  its error and never takes the server down; runs left `running` with no live job are reaped.
 - On start, runs left `running` by a stopped server are requeued (`recover()`).
 
 Worker-side code below imports only the engine, so spawning a worker stays cheap.
@@ -65,14 +66,13 @@ class _ParentGone(Exception):
     pass
 
 
-def compute(config_json: str, progress: Callable[[float], None]) -> tuple[bytes, dict[str, Any], str]:
-    """Simulate one run: (result JSON bytes, summary columns, engine version)."""
-    from app.store import result_summary
+def compute(config_json: str, progress: Callable[[float], None]) -> tuple[bytes, str]:
+    """Simulate one run: (result JSON bytes, engine version)."""
     from engine import SimConfig, simulate
 
     config = SimConfig.model_validate_json(config_json)
     result = simulate(config, progress=progress)
-    return result.model_dump_json().encode(), result_summary(result), result.engine_version
+    return result.model_dump_json().encode(), result.engine_version
 
 
 class _ProgressReporter:
@@ -125,7 +125,7 @@ def worker_main(worker_id: int, tasks: Any, results: Any, progress_step: float) 
         progress = _ProgressReporter(results, worker_id, run_id, progress_step, parent)
         t0 = time.perf_counter()
         try:
-            result_json, summary, engine_version = compute(config_json, progress)
+            result_json, engine_version = compute(config_json, progress)
         except _ParentGone:
             return
         except Exception as exc:  # noqa: BLE001 - report every failure as the run's error
@@ -134,7 +134,7 @@ def worker_main(worker_id: int, tasks: Any, results: Any, progress_step: float) 
             )
             continue
         wall_s = time.perf_counter() - t0
-        results.put(("done", worker_id, run_id, result_json, summary, engine_version, wall_s, compile_s))
+        results.put(("done", worker_id, run_id, result_json, engine_version, wall_s, compile_s))
 
 
 # --- parent side ---------------------------------------------------------------------------------
@@ -178,8 +178,6 @@ class JobRunner:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
-        # Told the id of each run just stored as done (on the collector thread: keep it short).
-        self.on_finished: Callable[[str], None] | None = None
 
     # -- lifecycle
 
@@ -257,34 +255,38 @@ class JobRunner:
     # -- submission and waiting
 
     def submit(self, config: Any, *, title: str = "", unlisted: bool = False) -> Submitted:
-        """Commit a run (queued, or done at once when reused) and wake the dispatcher."""
+        """Commit a run as queued and wake the dispatcher; or, when a finished run has the same
+        config hash and engine version, answer it at once with that result (through
+        `finish_run`, like any run). `reused_from` names the original only if it is listed."""
         from app.db import session_scope
+        from app.runs.artifacts import finish_run
 
         store = _store()
-        config_json = config.model_dump_json()
-        config_hash = config.config_hash()
         with session_scope(self.sessionmaker) as session:
-            new = store.create_run(
-                session,
-                config,
-                title=title,
-                unlisted=unlisted,
-                config_json=config_json,
-                config_hash=config_hash,
-            )
             source = None
             if self.reuse and self.engine_version is not None:
-                source = store.find_reusable(session, config_hash, self.engine_version)
-            if source is not None:
-                store.copy_result(new.run, source)
-            out = Submitted(new.run.id, new.run.status, new.delete_token, new.run.reused_from)
-        if out.status == "queued":
+                source = store.find_reusable(session, config.config_hash(), self.engine_version)
+            status = "queued" if source is None else "running"
+            new = store.create_run(session, config, title=title, unlisted=unlisted, status=status)
+            run_id, token = new.run.id, new.delete_token
+            reused = (
+                None if source is None else (source.result, source.engine_version, source.id, source.unlisted)
+            )
+        if reused is None:
             self._wake.set()
-        return out
-
-    def notify(self) -> None:
-        """Tell the dispatcher that queued runs may be waiting (e.g. inserted by someone else)."""
-        self._wake.set()
+            return Submitted(run_id, "queued", token)
+        result_json, version, source_id, source_unlisted = reused
+        named = None if source_unlisted else source_id
+        finish_run(
+            self.sessionmaker,
+            run_id,
+            result_json,
+            engine_version=version,
+            wall_s=0.0,
+            compile_s=0.0,
+            reused_from=named,
+        )
+        return Submitted(run_id, "done", token, named)
 
     async def wait(self, run_id: str, timeout: float) -> str | None:
         """Wait until the run is done or failed, at most `timeout` s; returns its status then."""
@@ -330,18 +332,15 @@ class JobRunner:
     # -- threads
 
     def _write(self, fn: Callable[[Any], Any]) -> Any:
+        """`fn(session)` in one transaction, retried on failure (a locked database); None if it
+        never succeeded (logged)."""
         from app.db import session_scope
 
-        for attempt in range(5):
-            try:
-                with session_scope(self.sessionmaker) as session:
-                    return fn(session)
-            except Exception:  # noqa: BLE001 - a locked database: retry, then log and go on
-                if attempt == 4:
-                    log.exception("database write failed")
-                    return None
-                time.sleep(0.2 * (attempt + 1))
-        return None
+        try:
+            return retry(lambda: _in_transaction(self.sessionmaker, session_scope, fn))
+        except Exception:  # noqa: BLE001 - logged; the reaper catches a run left running
+            log.exception("database write failed")
+            return None
 
     def _dispatch_loop(self) -> None:
         while not self._stopping.is_set():
@@ -377,6 +376,7 @@ class JobRunner:
 
     def _collect_loop(self) -> None:
         pending_progress: dict[str, float] = {}
+        last_reap = time.monotonic()
         while True:
             try:
                 msg = self._results.get(timeout=0.5)
@@ -398,6 +398,9 @@ class JobRunner:
                 self._write(functools.partial(_store().set_progress, progress=batch))
             if msg is None and not self._stopping.is_set():
                 self._check_workers()
+                if time.monotonic() - last_reap > REAP_EVERY_S:
+                    last_reap = time.monotonic()
+                    self.reap()
 
     def _handle(self, msg: tuple[Any, ...], pending_progress: dict[str, float]) -> None:
         store = _store()
@@ -416,28 +419,49 @@ class JobRunner:
             _, _wid, run_id, fraction = msg
             pending_progress[run_id] = fraction
         elif kind == "done":
-            _, wid, run_id, result_json, summary, engine_version, wall_s, compile_s = msg
+            _, wid, run_id, result_json, engine_version, wall_s, compile_s = msg
             pending_progress.pop(run_id, None)
-            self._write(
-                lambda s: store.finish_run(
-                    s,
-                    run_id,
-                    result_json=result_json,
-                    summary=summary,
-                    engine_version=engine_version,
-                    wall_s=wall_s,
-                    compile_s=compile_s,
-                )
-            )
+            self._record(run_id, result_json, engine_version, wall_s, compile_s)
             self._release(wid, run_id)
-            if self.on_finished is not None:
-                self.on_finished(run_id)
         elif kind == "failed":
             _, wid, run_id, error, wall_s, tb = msg
             pending_progress.pop(run_id, None)
             log.warning("run %s failed: %s\n%s", run_id, error, tb)
             self._write(lambda s: store.fail_run(s, run_id, error, wall_s=wall_s))
             self._release(wid, run_id)
+
+    def _record(
+        self, run_id: str, result_json: bytes, engine_version: str, wall_s: float, compile_s: float
+    ) -> None:
+        """Record a result through the one finish path, retried; if it cannot be written (too
+        large, disk full, lock held), the run fails with the reason instead of staying running."""
+        from app.runs.artifacts import ResultTooLarge, finish_run
+
+        def finish() -> bool:
+            kwargs = {"engine_version": engine_version, "wall_s": wall_s, "compile_s": compile_s}
+            return finish_run(self.sessionmaker, run_id, result_json, **kwargs)  # type: ignore[arg-type]
+
+        try:
+            retry(finish, give_up=(ResultTooLarge,))
+        except Exception as exc:  # noqa: BLE001 - the reason becomes the run's error
+            log.exception("recording the result of run %s failed", run_id)
+            reason = f"the result could not be stored: {one_line(exc)}"
+            self._write(lambda s: _store().fail_run(s, run_id, reason, wall_s=wall_s))
+
+    def reap(self, grace_s: float = 60.0) -> int:
+        """Fail runs left `running` with no live job behind them (their worker's result was lost,
+        or writing their end failed), once `grace_s` past their start."""
+        from datetime import timedelta
+
+        with self._lock:
+            held = {w.run_id for w in self._workers if w.run_id}
+        cutoff = datetime.now(UTC) - timedelta(seconds=grace_s)
+        orphans = [r for r in self._write(_store().running_ids) or [] if r[0] not in held and r[1] < cutoff]
+        reason = "no job was running it any more (its result was lost); submit it again"
+        for run_id, _ in orphans:
+            self._write(lambda s, r=run_id: _store().fail_run(s, r, reason))
+            self._wake_waiters(run_id)
+        return len(orphans)
 
     def _release(self, wid: int, run_id: str) -> None:
         with self._lock:
@@ -469,6 +493,29 @@ class JobRunner:
                     self._spawn()
 
 
+REAP_EVERY_S = 30.0
+
+
+def retry(fn: Callable[[], Any], *, attempts: int = 5, give_up: tuple[type[Exception], ...] = ()) -> Any:
+    """`fn()`, tried again after a growing pause when it raises (a locked or full database can
+    clear); the last error, or one of `give_up` at once, is raised."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except give_up:
+            raise
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return None
+
+
+def _in_transaction(factory: Any, session_scope: Any, fn: Callable[[Any], Any]) -> Any:
+    with session_scope(factory) as session:
+        return fn(session)
+
+
 def _engine_version() -> str | None:
     from engine import engine_version
 
@@ -481,6 +528,6 @@ def _set_done(fut: asyncio.Future[None]) -> None:
 
 
 def _store() -> Any:
-    from app import store
+    from app.runs import store
 
     return store

@@ -1,10 +1,8 @@
-"""ORM tables: runs (with summary columns for fast lists), their rendered pages, custom platforms.
-
-Rows never leave the service layer: `app.views` converts them to schemas at the edge.
-"""
+"""ORM tables: runs (summary columns for fast lists, and their immutable artifacts), custom platforms."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +12,6 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Float,
-    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -63,8 +60,24 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+def summary(label: str, *, config: Any = None, result: Any = None) -> dict[str, Any]:
+    """A summary column's `info`: its label in lists, and how it is read from the config (when the
+    run is queued) or from the result (when it is done). The columns below are the one declaration;
+    lists, sorting, the API's row schema and the finish path derive from them."""
+    return {"label": label, "config": config, "result": result}
+
+
+def _latency(source: str, key: str) -> Any:
+    def read(r: Mapping[str, Any]) -> float | None:
+        stats = (r.get("latency") or {}).get(source)
+        return None if not stats or not stats.get("count") else stats.get(key)
+
+    return read
+
+
 class Run(Base):
-    """One simulation run: its config, status, result bytes and the summary lists sort by."""
+    """One simulation run: its config, status, summary columns, and once done its immutable
+    artifacts (the result bytes and the rendered page)."""
 
     __tablename__ = "runs"
     __table_args__ = (
@@ -76,8 +89,8 @@ class Run(Base):
     )
 
     id: Mapped[str] = mapped_column(String(24), primary_key=True)
-    title: Mapped[str] = mapped_column(String(200), default="")
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    title: Mapped[str] = mapped_column(String(200), default="", info=summary("Title"))
+    status: Mapped[str] = mapped_column(String(16), default="queued", info=summary("Status"))
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
     delete_token_hash: Mapped[str] = mapped_column(String(64))
@@ -86,35 +99,68 @@ class Run(Base):
     # `engine.engine_version()` (numpy and numba included) of the server that queued it; once done,
     # the version in its result.
     engine_version: Mapped[str] = mapped_column(String(200))
-    reused_from: Mapped[str | None] = mapped_column(
-        String(24), ForeignKey("runs.id", ondelete="SET NULL"), default=None, index=True
-    )
+    # The id of the run whose result this one copied: plain text, so it survives the original's
+    # deletion (a finished run's bytes never change).
+    reused_from: Mapped[str | None] = mapped_column(String(24), default=None)
 
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, info=summary("Created"))
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime(), default=None, info=summary("Finished")
+    )
     # Wall-clock seconds of the simulation itself, and of warming the engine (numba compile or
     # cache load) in the process that ran it, paid once before its first run and not in wall_s.
-    wall_s: Mapped[float | None] = mapped_column(Float, default=None)
+    wall_s: Mapped[float | None] = mapped_column(Float, default=None, info=summary("Wall time"))
     compile_s: Mapped[float | None] = mapped_column(Float, default=None)
 
-    # Summary columns (from the config when queued, from the result when done).
-    platform: Mapped[str] = mapped_column(String(64), index=True)
-    governor: Mapped[str] = mapped_column(String(32), index=True)
-    mechanism: Mapped[str] = mapped_column(String(32), index=True)
-    cpus: Mapped[int] = mapped_column(Integer)
-    duration_ms: Mapped[float] = mapped_column(Float)
-    seed: Mapped[int] = mapped_column(BigInteger)
-    busy_share: Mapped[float | None] = mapped_column(Float, default=None)
-    wakeups: Mapped[int | None] = mapped_column(Integer, default=None)
-    events: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    wake_latency_mean_ns: Mapped[float | None] = mapped_column(Float, default=None)
-    wake_latency_p99_ns: Mapped[float | None] = mapped_column(Float, default=None)
-    intr_latency_mean_ns: Mapped[float | None] = mapped_column(Float, default=None)
-    intr_latency_p99_ns: Mapped[float | None] = mapped_column(Float, default=None)
-    ipis_sent: Mapped[int | None] = mapped_column(Integer, default=None)
-    ipis_avoided: Mapped[int | None] = mapped_column(Integer, default=None)
-    energy_joules: Mapped[float | None] = mapped_column(Float, default=None)
+    platform: Mapped[str] = mapped_column(
+        String(64), index=True, info=summary("Platform", config=lambda c: c.platform)
+    )
+    governor: Mapped[str] = mapped_column(
+        String(32), index=True, info=summary("Governor", config=lambda c: c.governor.name)
+    )
+    mechanism: Mapped[str] = mapped_column(
+        String(32), index=True, info=summary("Mechanism", config=lambda c: c.ipi_wakeup.mechanism)
+    )
+    cpus: Mapped[int] = mapped_column(Integer, info=summary("CPUs", config=lambda c: c.n_cpus()))
+    duration_ms: Mapped[float] = mapped_column(
+        Float, info=summary("Simulated time", config=lambda c: c.duration_ms)
+    )
+    seed: Mapped[int] = mapped_column(BigInteger, info=summary("Seed", config=lambda c: c.seed))
+    busy_share: Mapped[float | None] = mapped_column(
+        Float, default=None, info=summary("Busy share", result=lambda r: r.get("busy_share"))
+    )
+    wakeups: Mapped[int | None] = mapped_column(
+        Integer, default=None, info=summary("Wake-ups", result=lambda r: r.get("wakeups"))
+    )
+    events: Mapped[int | None] = mapped_column(
+        BigInteger, default=None, info=summary("Events", result=lambda r: r.get("events"))
+    )
+    wake_latency_mean_ns: Mapped[float | None] = mapped_column(
+        Float, default=None, info=summary("WakeLatency mean", result=_latency("wake", "mean_ns"))
+    )
+    wake_latency_p99_ns: Mapped[float | None] = mapped_column(
+        Float, default=None, info=summary("WakeLatency p99", result=_latency("wake", "p99_ns"))
+    )
+    intr_latency_mean_ns: Mapped[float | None] = mapped_column(
+        Float, default=None, info=summary("IntrLatency mean", result=_latency("intr", "mean_ns"))
+    )
+    intr_latency_p99_ns: Mapped[float | None] = mapped_column(
+        Float, default=None, info=summary("IntrLatency p99", result=_latency("intr", "p99_ns"))
+    )
+    ipis_sent: Mapped[int | None] = mapped_column(
+        Integer, default=None, info=summary("IPIs sent", result=lambda r: r.get("ipi", {}).get("ipis_sent"))
+    )
+    ipis_avoided: Mapped[int | None] = mapped_column(
+        Integer,
+        default=None,
+        info=summary("IPIs avoided", result=lambda r: r.get("ipi", {}).get("ipis_avoided")),
+    )
+    energy_joules: Mapped[float | None] = mapped_column(
+        Float,
+        default=None,
+        info=summary("Energy (estimate)", result=lambda r: r.get("energy", {}).get("joules")),
+    )
 
     error: Mapped[str | None] = mapped_column(Text, default=None)
 
@@ -124,26 +170,10 @@ class Run(Base):
     config: Mapped[str] = mapped_column(Text)
     # The engine's result JSON, byte for byte as the worker produced it; served without re-parsing.
     result: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
-
-
-class RenderedPage(Base):
-    """A finished run's page as the web app rendered it, kept so that a restarted server serves a
-    shared link without rendering again. Valid while `renderer` is the running app's (a digest of
-    the code and files a page is made from) and the run's `(status, reused_from)` is the one below;
-    otherwise it is rendered and replaced. Gone with its run."""
-
-    __tablename__ = "rendered_pages"
-
-    run_id: Mapped[str] = mapped_column(
-        String(24), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
-    renderer: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))
-    reused_from: Mapped[str | None] = mapped_column(String(24), default=None)
-    # The HTML (~50 kB, twice the result), cut where the "compare with" candidates go (filled in
-    # when served). Not compressed: inflating took more than half of serving a stored page.
-    head: Mapped[bytes] = mapped_column(LargeBinary)
-    tail: Mapped[bytes] = mapped_column(LargeBinary)
+    # The run page as rendered when the run finished, and the render version it was made with (a
+    # page of another version may link assets that are gone: it is rendered again when served).
+    page: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    page_version: Mapped[str | None] = mapped_column(String(64), default=None)
 
 
 class CustomPlatform(Base):
@@ -160,31 +190,27 @@ class CustomPlatform(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
 
 
-# The columns a finished run's result fills in (for lists and sorting; the result itself is JSON).
-RESULT_SUMMARY_COLUMNS = (
-    "busy_share",
-    "wakeups",
-    "events",
-    "wake_latency_mean_ns",
-    "wake_latency_p99_ns",
-    "intr_latency_mean_ns",
-    "intr_latency_p99_ns",
-    "ipis_sent",
-    "ipis_avoided",
-    "energy_joules",
+def _columns(key: str) -> tuple[str, ...]:
+    return tuple(c.name for c in Run.__table__.columns if c.info.get(key))
+
+
+# Derived from the declaration above: what the config fills in, what the result fills in, what lists sort by.
+CONFIG_SUMMARY_COLUMNS = _columns("config")
+RESULT_SUMMARY_COLUMNS = _columns("result")
+SORTABLE_COLUMNS = _columns("label")
+# A list row: every column but the large ones and the secrets.
+LIST_COLUMNS = tuple(
+    c.name
+    for c in Run.__table__.columns
+    if c.name not in ("delete_token_hash", "config_hash", "config", "result", "page", "page_version")
 )
 
-# Columns `GET /api/runs` may sort by.
-SORTABLE_COLUMNS = (
-    "created_at",
-    "finished_at",
-    "title",
-    "status",
-    "platform",
-    "governor",
-    "mechanism",
-    "cpus",
-    "duration_ms",
-    *RESULT_SUMMARY_COLUMNS,
-    "wall_s",
-)
+
+def config_summary(config: Any) -> dict[str, Any]:
+    """The summary columns a config fills in (a run is listed with them while it waits)."""
+    return {name: Run.__table__.c[name].info["config"](config) for name in CONFIG_SUMMARY_COLUMNS}
+
+
+def result_summary(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary columns a finished run's result (as a dict) fills in."""
+    return {name: Run.__table__.c[name].info["result"](result) for name in RESULT_SUMMARY_COLUMNS}

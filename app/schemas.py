@@ -7,10 +7,11 @@ PlatformCreate / PlatformRead / PlatformList, Comparison.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from app.models import LIST_COLUMNS, Run, UTCDateTime
 from engine import CState, Platform, SimConfig, SimResult
 
 RunStatus = Literal["queued", "running", "done", "failed"]
@@ -30,7 +31,7 @@ class RunSubmitted(BaseModel):
     """Answer to `POST /api/runs`: keep `delete_token`, it is shown once."""
 
     id: str
-    url: str = Field(description="The share link, /runs/{id}.")
+    url: str = Field(description="The share link, a path: /runs/{id}.")
     status: RunStatus
     delete_token: str
     reused_from: str | None = Field(
@@ -41,43 +42,26 @@ class RunSubmitted(BaseModel):
     result: SimResult | None = Field(default=None, description="With `?wait=true`, once done.")
 
 
-class RunSummary(BaseModel):
-    """One row of a run list: the summary columns, no config or result."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    id: str
-    url: str
-    title: str
-    status: RunStatus
-    progress: float
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    platform: str
-    governor: str
-    mechanism: str
-    cpus: int
-    duration_ms: float
-    seed: int
-    busy_share: float | None
-    wakeups: int | None
-    events: int | None
-    wake_latency_mean_ns: float | None
-    wake_latency_p99_ns: float | None
-    intr_latency_mean_ns: float | None
-    intr_latency_p99_ns: float | None
-    ipis_sent: int | None
-    ipis_avoided: int | None
-    energy_joules: float | None
-    engine_version: str
-    wall_s: float | None
-    compile_s: float | None
-    reused_from: str | None
-    error: str | None
+def _field(name: str) -> tuple[Any, Any]:
+    column = Run.__table__.c[name]
+    kind: Any = (
+        column.type.impl.python_type if isinstance(column.type, UTCDateTime) else column.type.python_type
+    )
+    kind = RunStatus if name == "status" else kind
+    return (kind | None if column.nullable else kind), ...
 
 
-class RunRead(RunSummary):
+# One row of a run list: the list columns as `app.models.Run` declares them, and the share link.
+RunSummary = create_model(  # type: ignore[call-overload]
+    "RunSummary",
+    __config__=ConfigDict(from_attributes=True),
+    __doc__="One row of a run list: the summary columns, no config or result.",
+    url=(str, Field(description="The share link, a path: /runs/{id}.")),
+    **{name: _field(name) for name in LIST_COLUMNS},
+)
+
+
+class RunRead(RunSummary):  # type: ignore[misc,valid-type]
     """`GET /api/runs/{id}`: the summary plus the config and (once done) the result."""
 
     config: SimConfig
@@ -85,7 +69,7 @@ class RunRead(RunSummary):
 
 
 class RunList(BaseModel):
-    runs: list[RunSummary]
+    runs: list[RunSummary]  # type: ignore[valid-type]
     total: int = Field(description="Runs matching the filters (all pages).")
     limit: int
     offset: int
@@ -148,6 +132,9 @@ class ComparedMetric(BaseModel):
     group: str
     label: str
     unit: str
+    better: Literal["lower", "higher"] | None = Field(
+        default=None, description="Which way is better; null when the metric describes the workload."
+    )
     values: list[float | None]
     deltas_pct: list[float | None]
 

@@ -52,11 +52,40 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db: Path, log: Any) -> tuple[subprocess.Popen[bytes], str]:
+def bare_app(db: str) -> Any:
+    """The baseline: a bare FastAPI endpoint serving a run's stored bytes (result or page) from
+    the same SQLite file, one primary-key read per request, nothing else."""
+    import sqlite3
+
+    from fastapi import FastAPI
+    from fastapi.responses import Response
+
+    app = FastAPI()
+    conn = sqlite3.connect(db, check_same_thread=False)
+
+    @app.get("/bare/{column}/{run_id}")
+    def bare(column: str, run_id: str) -> Response:
+        sql = (
+            "SELECT page FROM runs WHERE id = ?"
+            if column == "page"
+            else "SELECT result FROM runs WHERE id = ?"
+        )
+        row = conn.execute(sql, (run_id,)).fetchone()
+        return Response(row[0], media_type="application/octet-stream")
+
+    return app
+
+
+def start_server(db: Path, log: Any, bare: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "IDLELAB_DATABASE_URL": f"sqlite:///{db}", "IDLELAB_LOG_LEVEL": "warning"}
+    command = ["-m", "app.cli", "serve", "--port", str(port)]
+    if bare:
+        bare_app = f"b.bare_app({str(db)!r})"
+        code = f"import uvicorn, bench.api as b; uvicorn.run({bare_app}, port={port}, log_level='warning')"
+        command = ["-c", code]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, *command],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -69,7 +98,7 @@ def start_server(db: Path, log: Any) -> tuple[subprocess.Popen[bytes], str]:
         if proc.poll() is not None:
             raise SystemExit("server exited at start")
         try:
-            if httpx.get(f"{url}/api/platforms", timeout=2).status_code == 200:
+            if httpx.get(f"{url}/{'docs' if bare else 'api/platforms'}", timeout=2).status_code == 200:
                 return proc, url
         except httpx.TransportError:
             time.sleep(0.1)
@@ -102,11 +131,12 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def report(name: str, url: str, paths: list[str], clients: int) -> None:
+def report(name: str, url: str, paths: list[str], clients: int) -> float:
     lat, wall = run_async(drive(url, paths, clients))
     print(f"{name}_p50_ms: {pct(lat, 50):.1f}")
     print(f"{name}_p99_ms: {pct(lat, 99):.1f}")
     print(f"{name}_rps: {len(lat) / wall:.0f}")
+    return len(lat) / wall
 
 
 class HttpConnection:
@@ -250,12 +280,27 @@ def main() -> None:
                     "list_runs_50": ["/api/runs?limit=50"] * args.requests,
                     "run_page": [f"/runs/{random.choice(ids)}" for _ in range(args.requests // 4)],
                 }
+                rps = {}
                 for name, paths in targets.items():
-                    report(name, url, paths, args.clients)
+                    rps[name] = report(name, url, paths, args.clients)
                     # The same requests again: every run asked for once already (a warm server).
                     report(f"{name}_repeat", url, paths, args.clients)
                     # One client: the per-request latency without queueing behind 49 others.
                     report(f"{name}_1client", url, paths[: max(50, len(paths) // 10)], 1)
+            finally:
+                stop_server(proc)
+            # Side by side: the bare endpoint serving the same stored bytes (the result for a run's
+            # answer, the page for its page) over the same connections.
+            proc, url = start_server(db, log, bare=True)
+            try:
+                for name, column in (("get_run", "result"), ("run_page", "page")):
+                    paths = [
+                        p.replace("/api/runs/", "/runs/").replace("/runs/", f"/bare/{column}/")
+                        for p in targets[name]
+                    ]
+                    bare = report(f"bare_{name}", url, paths, args.clients)
+                    print(f"{name}_rps_vs_bare: {rps[name] / bare:.2f}")
+                print(f"list_runs_50_rps_vs_bare_get_run: {rps['list_runs_50'] / bare:.2f}")
             finally:
                 stop_server(proc)
             # Restarted: nothing in memory, every page and run read from the database.

@@ -160,5 +160,6 @@ def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     db = tmp_path_factory.mktemp("app_client") / "idlelab.db"
     app = create_app(Settings(database_url=sqlite_url(db), workers=0))
-    with _testclient()(app) as client:
+    # A loopback base URL: a server bound to loopback answers only loopback Host names.
+    with _testclient()(app, base_url="http://127.0.0.1") as client:
         yield client

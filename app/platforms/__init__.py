@@ -1,1 +1,2 @@
-"""Platforms: the built-in and custom C-state tables, and tables imported from real machines."""
+"""Platforms: the built-in C-state tables (with provenance), users' custom ones, and tables imported
+from real machines."""

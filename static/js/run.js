@@ -36,6 +36,26 @@ async function poll(section) {
   }
 }
 
+// The "compare with" candidates: the newest finished runs, asked for when the page is shown (the
+// page itself is stored once, when its run finished).
+async function fillCompareCandidates(list) {
+  try {
+    const { runs } = await getJSON(list.dataset.runsUrl);
+    const here = document.querySelector("input[name=ids][type=hidden]")?.value;
+    for (const r of runs) {
+      if (r.id === here) continue;
+      const option = document.createElement("option");
+      option.value = r.id;
+      option.textContent = `${r.title || r.id} (${r.platform}, ${r.governor}, ${r.mechanism})`;
+      list.appendChild(option);
+    }
+  } catch {
+    // Without candidates a run id can still be typed in.
+  }
+}
+
 wireCopyButtons();
+const candidates = document.getElementById("compare-candidates");
+if (candidates) fillCompareCandidates(candidates);
 const section = document.getElementById("run-progress");
 if (section) poll(section);

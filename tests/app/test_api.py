@@ -185,6 +185,10 @@ def test_platforms_builtin_and_custom(client: httpx.Client) -> None:
     stored = client.get(f"/api/runs/{run['id']}").json()
     assert stored["platform"] == "mytable"
     assert stored["config"]["platform_table"]["states"][2]["exit_latency_us"] == 100
+    # The slice's page, and the run's stored page, from the live server.
+    page = client.get("/platforms/mytable")
+    assert page.status_code == 200 and "mytable" in page.text
+    assert client.get(f"/runs/{run['id']}").status_code == 200
 
 
 def test_twenty_concurrent_submissions_all_finish(live_server: str) -> None:
@@ -215,5 +219,6 @@ def test_deleting_the_original_keeps_its_copies(client: httpx.Client) -> None:
     r = client.delete(f"/api/runs/{first['id']}", headers={"X-Delete-Token": first["delete_token"]})
     assert r.status_code == 204
     kept = client.get(f"/api/runs/{copy['id']}").json()
-    assert kept["status"] == "done" and kept["reused_from"] is None
+    # A finished run never changes: it still names the run it copied, as plain text.
+    assert kept["status"] == "done" and kept["reused_from"] == first["id"]
     assert kept["result"] == first["result"]

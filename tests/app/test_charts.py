@@ -9,7 +9,8 @@ import orjson
 import pytest
 
 from app import charts
-from app.routes.pages import annotate_metrics, better_direction, json_script, result_csv
+from app.runs.pages import annotate_metrics, result_csv
+from app.web import json_script
 from engine import SimConfig, load_platform, simulate
 
 SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}}
@@ -214,9 +215,10 @@ def test_summary_figures(result: dict[str, Any]) -> None:
 
 
 def test_better_direction_and_verdicts() -> None:
-    assert better_direction("latency.wake.p99_ns") == "lower"
-    assert better_direction("ipi.ipis_avoided") == "higher"
-    assert better_direction("residency.C6") is None
+    better = {m.key: m.better for m in charts.compare_metrics(["C6"])}
+    assert better["latency.wake.p99_ns"] == "lower"
+    assert better["ipi.ipis_avoided"] == "higher"
+    assert better["residency.C6"] is None
     rows = annotate_metrics(
         [
             {
@@ -224,6 +226,7 @@ def test_better_direction_and_verdicts() -> None:
                 "group": "latency",
                 "label": "WakeLatency mean",
                 "unit": "ns",
+                "better": "lower",
                 "values": [2000.0, 1000.0],
                 "deltas_pct": [0.0, -50.0],
             },
@@ -232,6 +235,7 @@ def test_better_direction_and_verdicts() -> None:
                 "group": "ipi",
                 "label": "IPIs avoided",
                 "unit": "count",
+                "better": "higher",
                 "values": [10.0, 5.0],
                 "deltas_pct": [0.0, -50.0],
             },
@@ -240,6 +244,7 @@ def test_better_direction_and_verdicts() -> None:
                 "group": "residency",
                 "label": "C6 residency",
                 "unit": "share",
+                "better": None,
                 "values": [0.5, 0.25],
                 "deltas_pct": [0.0, -50.0],
             },
@@ -258,7 +263,7 @@ def test_json_script_cannot_break_out() -> None:
 
 
 def test_result_csv(result: dict[str, Any]) -> None:
-    lines = result_csv(result).splitlines()
+    lines = "".join(result_csv(result)).splitlines()
     assert lines[0] == "section,name,metric,value,unit"
     assert any(line.startswith("state,C6,usage,") for line in lines)
     assert any(line.startswith("latency,wake,p99_ns,") for line in lines)

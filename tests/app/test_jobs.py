@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
-from app import store
+from app import models
 from app.db import make_db_engine, make_sessionmaker, session_scope, upgrade_db
 from app.jobs import WORKER_NICENESS, JobRunner
 from app.models import Run
+from app.runs import store
 from engine import SimConfig
 from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finished
 from tests.conftest import sqlite_url
@@ -32,6 +35,7 @@ def _snapshot(db: Path) -> dict[str, dict[str, Any]]:
         db_engine.dispose()
 
 
+@pytest.mark.slow
 def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: Any, tmp_path: Path) -> None:
     db = tmp_path / "idlelab.db"
     server = server_factory().start()
@@ -39,9 +43,8 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
     db_engine = make_db_engine(sqlite_url(db))
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
-            bad = store.create_run(
-                session, SimConfig(), title="broken", config_json='{"duration_ms": "soon"}'
-            )
+            bad = store.create_run(session, SimConfig(), title="broken")
+            bad.run.config = '{"duration_ms": "soon"}'
             bad_id = bad.run.id
     finally:
         db_engine.dispose()
@@ -54,6 +57,7 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
         assert ok["status"] == "done"
 
 
+@pytest.mark.slow
 def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, tmp_path: Path) -> None:
     db = tmp_path / "idlelab.db"
     server = server_factory().start()
@@ -77,7 +81,7 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
     assert set(after) == set(before)
     assert after[done["id"]] == before[done["id"]]
     changed = {k for k in after[long["id"]] if after[long["id"]][k] != before[long["id"]][k]}
-    summary_cols = set(store.RESULT_SUMMARY_COLUMNS)
+    summary_cols = set(models.RESULT_SUMMARY_COLUMNS)
     allowed = {
         "status",
         "progress",
@@ -87,6 +91,8 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
         "finished_at",
         "wall_s",
         "compile_s",
+        "page",
+        "page_version",
     }
     assert changed <= allowed | summary_cols
 
@@ -109,6 +115,7 @@ def test_requeue_interrupted_touches_only_running_runs(tmp_path: Path) -> None:
         db_engine.dispose()
 
 
+@pytest.mark.slow
 def test_progress_is_recorded_while_running(server_factory: Any) -> None:
     server = server_factory().start()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
@@ -147,3 +154,53 @@ def test_workers_yield_the_cpu_to_the_web_process(tmp_path: Path) -> None:
     finally:
         runner.stop()
         db_engine.dispose()
+
+
+def _runner_with_a_running_run(tmp_path: Path) -> tuple[Any, Any, str]:
+    url = sqlite_url(tmp_path / "w.db")
+    upgrade_db(url)
+    factory = make_sessionmaker(make_db_engine(url))
+    with session_scope(factory) as session:
+        run_id = store.create_run(session, SimConfig(duration_ms=1), status="running").run.id
+    return JobRunner(factory, workers=0), factory, run_id
+
+
+def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.jobs
+    import app.runs.artifacts
+
+    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    attempts = []
+
+    def disk_full(*args: Any, **kwargs: Any) -> bool:
+        attempts.append(1)
+        raise OperationalError("UPDATE runs ...", {}, Exception("database or disk is full"))
+
+    monkeypatch.setattr(app.runs.artifacts, "finish_run", disk_full)
+    monkeypatch.setattr(app.jobs.time, "sleep", lambda s: None)
+    runner._record(run_id, b"{}", "v", 0.5, 0.0)
+    assert len(attempts) == 5  # retried first
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "failed" and "database or disk is full" in run.error
+
+
+def test_a_result_over_the_size_limit_fails_the_run_at_once(tmp_path: Path) -> None:
+    from app.runs.artifacts import MAX_RESULT_BYTES
+
+    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    runner._record(run_id, b" " * (MAX_RESULT_BYTES + 1), "v", 0.5, 0.0)
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "failed" and "over the limit" in run.error and run.result is None
+
+
+def test_runs_running_with_no_live_job_are_reaped(tmp_path: Path) -> None:
+    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    assert runner.reap(grace_s=60) == 0  # just started: maybe in flight
+    assert runner.reap(grace_s=0) == 1
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "failed" and "no job" in run.error

@@ -1,12 +1,13 @@
 """Built-in scenarios and the validation table, through the app.
 
 In-process (`app_client`: a migrated temporary SQLite database, no workers, so submitted runs
-stay queued; validation simulates its missing runs itself), plus one end-to-end run of a
-scenario through the real server's workers (`live_server`).
+stay queued; `worker_client`: the same with one worker, for the validation runs), plus one
+end-to-end run of a scenario through the real server's workers (`live_server`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from engine import SimConfig, engine_version
 from engine.scenarios import SCENARIOS
 from tests.app.factories import wait_finished
+from tests.conftest import sqlite_url
 
 NAMES = {
     "irq-enable-c1-icx",
@@ -155,10 +157,35 @@ def test_run_form_redirects_to_the_scenario_page_with_the_runs(app_client: Any) 
 
 
 @pytest.fixture(scope="module")
-def validation(app_client: Any) -> dict[str, Any]:
-    r = app_client.get("/api/validation")
-    assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+def worker_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from fastapi.testclient import TestClient
+
+    from app.config import Settings
+    from app.main import create_app
+
+    db = tmp_path_factory.mktemp("validation") / "idlelab.db"
+    app = create_app(Settings(database_url=sqlite_url(db), workers=1))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def validation(worker_client: Any) -> dict[str, Any]:
+    """Reading the table makes no run; its POST makes the missing ones through the job runner."""
+    before = worker_client.get("/api/validation").json()
+    assert before["missing"] > 0 and all(row["simulated"] is None for row in before["rows"])
+    assert worker_client.get("/api/runs").json()["total"] == 0
+    assert 'id="run-validation"' in worker_client.get("/validation").text
+    r = worker_client.post("/api/validation/run")
+    assert r.status_code == 202, r.text
+    assert len(r.json()["runs"]) == before["missing"]
+    for run in r.json()["runs"]:
+        wait_finished(worker_client, run["id"])
+    after = worker_client.get("/api/validation").json()
+    assert after["missing"] == 0 and not after["pending"]
+    # Nothing left to make.
+    assert worker_client.post("/api/validation/run").json()["runs"] == []
+    return after  # type: ignore[no-any-return]
 
 
 def test_validation_rows_all_ok(validation: dict[str, Any]) -> None:
@@ -189,7 +216,8 @@ def test_validation_rows_all_ok(validation: dict[str, Any]) -> None:
     assert kinds["wsm-ipi-same"] == kinds["wsm-rfc-same"] == kinds["icx-cyclictest-mean"] == "calibrated"
 
 
-def test_validation_reads_stored_runs_of_this_engine(app_client: Any, validation: dict[str, Any]) -> None:
+def test_validation_reads_stored_runs_of_this_engine(worker_client: Any, validation: dict[str, Any]) -> None:
+    app_client = worker_client
     rows = {row["id"]: row for row in validation["rows"]}
     # The simulated figure is the stored run's number, not a constant.
     wsm = rows["wsm-rfc-other"]
@@ -212,8 +240,8 @@ def test_validation_reads_stored_runs_of_this_engine(app_client: Any, validation
     assert set(wsm["run_ids"]) <= listed
 
 
-def test_validation_page_renders_the_rows(app_client: Any, validation: dict[str, Any]) -> None:
-    r = app_client.get("/validation")
+def test_validation_page_renders_the_rows(worker_client: Any, validation: dict[str, Any]) -> None:
+    r = worker_client.get("/validation")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/html")
     page = parse(r.text)
@@ -229,8 +257,8 @@ def test_validation_page_renders_the_rows(app_client: Any, validation: dict[str,
     assert "1,599" in rows["wsm-ipi-same"]["text"] or "1,600" in rows["wsm-ipi-same"]["text"]
 
 
-def test_scenario_page_shows_the_key_table_and_charts(app_client: Any, validation: dict[str, Any]) -> None:
-    r = app_client.get("/scenarios/mwait-ipi-westmere")
+def test_scenario_page_shows_the_key_table_and_charts(worker_client: Any, validation: dict[str, Any]) -> None:
+    r = worker_client.get("/scenarios/mwait-ipi-westmere")
     assert r.status_code == 200
     page = parse(r.text)
     assert {"key-table", "scenario-checks", "run-scenario"} <= page.ids
@@ -273,4 +301,4 @@ def test_scenario_runs_on_the_workers(live_server: str) -> None:
         assert checks and all("✓" in row["text"] for row in checks.values())
         # The same runs now answer the validation rows of that scenario.
         v = client.get("/api/validation").json()
-        assert v["all_ok"] is True
+        assert all(row["ok"] for row in v["rows"] if row["scenario"] == "mwait-ipi-westmere")

@@ -1,20 +1,28 @@
-"""python -m app.validation: progress on stderr, the table or JSON on stdout."""
+"""`idlelab validate`: the missing runs made through the job runner, then the table as JSON."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from app.validation import main
+from app.cli import main
+from tests.conftest import sqlite_url
 
 
-def test_no_db_scenario_reports_progress_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(["--no-db", "--scenario", "rfc-review-irqs-off", "--json"])
+@pytest.mark.slow
+def test_validate_makes_the_missing_runs_then_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("IDLELAB_DATABASE_URL", sqlite_url(tmp_path / "v.db"))
+    status = main(["validate", "--json"])
     out, err = capsys.readouterr()
-    # Each run is announced before it starts and timed after, on stderr only.
-    assert err.count("simulating rfc-review-irqs-off: ") == 2
-    assert "irqs-on ..." in err and "irqs-off ..." in err and err.count("done in") == 2
     body = json.loads(out)
-    assert body["scenario"] == "rfc-review-irqs-off"
-    assert status == (0 if all(row["ok"] for row in body["checks"]) else 1)
+    assert body["missing"] == 0 and not body["pending"]
+    assert err.count("simulating ") == sum(len(s["runs"]) for s in body["scenarios"])
+    assert all(row["simulated"] is not None for row in body["rows"])
+    assert status == (0 if body["all_ok"] else 1)
+    # A second time there is nothing to make.
+    assert main(["validate", "--json"]) == status
+    assert "simulating" not in capsys.readouterr().err

@@ -242,3 +242,17 @@ def test_runs_browse_and_not_found(new_tab: Any, api: httpx.Client) -> None:
     assert response is not None and response.status == 404
     assert "not found" in page.locator(".error-box").inner_text()
     tab.screenshot("not-found")
+
+
+def test_docs_render_offline_under_the_csp(new_tab: Any, live_server: str) -> None:
+    """Swagger UI from the app's own files: nothing fetched elsewhere, and the CSP blocks nothing
+    (`new_tab` fails the test on any violation)."""
+    tab = new_tab()
+    page = tab.page
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith((live_server, "data:")) else outside.append(r.url))
+    page.goto("/docs")
+    page.wait_for_selector(".swagger-ui .opblock")
+    assert page.locator(".opblock-summary-path", has_text="/api/runs").count() >= 1
+    assert not outside, outside
+    tab.screenshot("docs")

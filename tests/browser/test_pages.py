@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from app.charts import CHARTS
-from app.routes.pages import CSP
+from app.web import CSP
 from engine import SimConfig
 from tests.browser.conftest import SMALL, run_and_wait
 
@@ -97,7 +97,7 @@ def test_csp_and_no_inline_scripts(api: httpx.Client, default_run: dict[str, Any
             )
     assert CSP == (
         "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-        "object-src 'none'; base-uri 'none'"
+        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
     )
 
 

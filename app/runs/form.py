@@ -1,0 +1,255 @@
+"""The new-run form: its sections and fields, built from `SimConfig`'s own descriptions and limits
+(static/js/run_new.js turns the filled form back into a config)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+from app import charts
+from app.platforms.views import COST_LABELS
+from app.web import fmt_num
+from engine.config import GovernorName, Mechanism, SimConfig
+from engine.governors import GOVERNOR_KERNEL
+
+
+@dataclass
+class FormField:
+    path: str
+    label: str
+    type: str  # see static/js/run_new.js
+    unit: str = ""
+    options: Sequence[tuple[str, str]] = ()
+    hint: str = ""
+    cost: str = ""  # the platform cost this field overrides (the input hint shows its value)
+    width: str = ""
+
+
+@dataclass
+class FormSection:
+    title: str
+    fields: list[FormField] = field(default_factory=list)
+    note: str = ""
+    id: str = ""
+
+
+def describe(path: str) -> str:
+    """The pydantic description of a SimConfig field, for the form's hint text."""
+    model: Any = SimConfig
+    info = None
+    for part in path.split("."):
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return ""
+        info = fields[part]
+        ann = info.annotation
+        model = next((a for a in (ann, *get_args(ann)) if hasattr(a, "model_fields")), None)
+    return (info.description or "") if info else ""
+
+
+def limits(path: str) -> str:
+    model: Any = SimConfig
+    info = None
+    for part in path.split("."):
+        info = getattr(model, "model_fields", {}).get(part)
+        if info is None:
+            return ""
+        model = next(
+            (a for a in (info.annotation, *get_args(info.annotation)) if hasattr(a, "model_fields")), None
+        )
+    lo = hi = None
+    for meta in info.metadata if info else ():
+        lo = getattr(meta, "ge", None) if getattr(meta, "ge", None) is not None else lo
+        lo = getattr(meta, "gt", None) if getattr(meta, "gt", None) is not None else lo
+        hi = getattr(meta, "le", None) if getattr(meta, "le", None) is not None else hi
+    if lo is None and hi is None:
+        return ""
+    return f"{fmt_num(lo) if lo is not None else ''}..{fmt_num(hi) if hi is not None else ''}"
+
+
+_CPUS_HINT = '"all", or CPU numbers and ranges: 0,2,4-7'
+
+
+def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
+    gov_opts = [(g, f"{g}: {GOVERNOR_KERNEL.get(g, '')}") for g in get_args(GovernorName)]
+    mech_opts = [(m, f"{m}: {charts.MECHANISM_NAMES.get(m, m)}") for m in get_args(Mechanism)]
+    dist = [("exponential", "exponential"), ("fixed", "fixed")]
+    costs = [
+        FormField(f"costs.{key}", label, "float?", unit, cost=key, hint=describe(f"costs.{key}"))
+        for key, (label, unit) in COST_LABELS.items()
+    ]
+    return [
+        FormSection(
+            "Run",
+            [
+                FormField("title", "Title", "str", hint="Shown on the run page and in lists.", width="wide"),
+                FormField("platform", "Platform", "select", options=[(p, p) for p in platform_names]),
+                FormField("duration_ms", "Simulated time", "float", "ms"),
+                FormField("seed", "Seed", "int", hint="Same config and seed, same result."),
+                FormField("unlisted", "Unlisted (only the link finds it)", "bool"),
+            ],
+        ),
+        FormSection(
+            "Topology",
+            [
+                FormField("topology.sockets", "Sockets", "int"),
+                FormField(
+                    "topology.cores_per_socket",
+                    "Cores per socket",
+                    "int?",
+                    hint="Blank: the platform's part.",
+                ),
+            ],
+        ),
+        FormSection(
+            "Governor",
+            [
+                FormField("governor.name", "cpuidle governor", "select", options=gov_opts),
+                FormField("governor.fixed_state", "State for the fixed governor", "select?", options=[]),
+            ],
+        ),
+        FormSection(
+            "C-states",
+            [FormField("states.latency_limit_us", "PM QoS CPU latency limit", "float?", "us")],
+            note="Per-state switches follow the platform's table: disable a state as sysfs `disable` does, "
+            "override CPUIDLE_FLAG_IRQ_ENABLE, or set the state's power (an estimate).",
+            id="states",
+        ),
+        FormSection(
+            "Scheduler tick",
+            [
+                FormField(
+                    "wakeups.tick.hz", "HZ", "int", options=[(str(h), str(h)) for h in (100, 250, 300, 1000)]
+                ),
+                FormField("wakeups.tick.nohz", "NO_HZ_IDLE (governor may stop the tick)", "bool"),
+                FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
+            ],
+        ),
+        FormSection("Periodic timers (cyclictest-like)", [], id="timers"),
+        FormSection(
+            "Device interrupts (Poisson, per CPU; not visible to the governor)",
+            [
+                FormField("wakeups.interrupts.rate_hz", "Rate per CPU", "float", "Hz"),
+                FormField("wakeups.interrupts.handler_us", "Handler time", "float", "us"),
+                FormField("wakeups.interrupts.work_us", "Work after the interrupt", "float", "us"),
+                FormField(
+                    "wakeups.interrupts.work_distribution", "Work distribution", "select", options=dist
+                ),
+                FormField("wakeups.interrupts.cpus", "CPUs", "cpus", hint=_CPUS_HINT),
+            ],
+        ),
+        FormSection(
+            "IPIs: no-wait smp_call_function_single()",
+            [
+                FormField("wakeups.ipis.rate_hz", "Rate per sender", "float", "Hz"),
+                FormField("wakeups.ipis.same_socket_share", "Share to the same socket", "float", "0..1"),
+                FormField("wakeups.ipis.function_us", "Function run time", "float", "us"),
+                FormField("wakeups.ipis.senders", "Senders", "cpus", hint=_CPUS_HINT),
+                FormField("wakeups.ipis.targets", "Targets", "cpus", hint=_CPUS_HINT),
+            ],
+        ),
+        FormSection(
+            "Scheduler wake-ups (try_to_wake_up on another CPU)",
+            [
+                FormField("wakeups.sched_wakeups.rate_hz", "Rate per sender", "float", "Hz"),
+                FormField(
+                    "wakeups.sched_wakeups.same_socket_share", "Share to the same socket", "float", "0..1"
+                ),
+                FormField("wakeups.sched_wakeups.work_us", "Task run time", "float", "us"),
+                FormField(
+                    "wakeups.sched_wakeups.work_distribution", "Run-time distribution", "select", options=dist
+                ),
+                FormField("wakeups.sched_wakeups.senders", "Senders", "cpus", hint=_CPUS_HINT),
+                FormField("wakeups.sched_wakeups.targets", "Targets", "cpus", hint=_CPUS_HINT),
+            ],
+        ),
+        FormSection(
+            "IPI wake-up mechanism",
+            [
+                FormField("ipi_wakeup.mechanism", "Mechanism", "select", options=mech_opts),
+                FormField("ipi_wakeup.read_before_cmpxchg", "mwait_rfc: read before cmpxchg", "bool"),
+                FormField(
+                    "ipi_wakeup.irqs_off_across_wake", "mwait_rfc: IRQs off from WAKING to WOKENUP", "bool"
+                ),
+            ],
+        ),
+        FormSection(
+            "Cost model overrides",
+            costs,
+            note="Blank keeps the platform's value (shown greyed, with its kind). Values marked "
+            "estimate are guesses until someone publishes better.",
+        ),
+        FormSection(
+            "Power (estimates)",
+            [FormField("power.busy_watts", "Busy (C0) power per core", "float?", "W")],
+            note="All power figures are labelled estimates; per-state power is in the C-states table above.",
+        ),
+        FormSection(
+            "Output",
+            [
+                FormField("output.timeline_cpus", "Timeline CPUs", "int"),
+                FormField("output.timeline_ms", "Timeline length", "float", "ms"),
+            ],
+        ),
+    ]
+
+
+TIMER_FIELDS = [
+    FormField("wakeups.timers.#.period_us", "Period", "float", "us"),
+    FormField("wakeups.timers.#.cpus", "CPUs", "cpus", hint=_CPUS_HINT),
+    FormField("wakeups.timers.#.handler_us", "hrtimer handler (estimate)", "float", "us"),
+    FormField("wakeups.timers.#.work_us", "Thread work per expiry", "float", "us"),
+]
+
+
+def _get_path(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(data, Mapping):
+            data = data.get(part)
+        else:
+            return None
+    return data
+
+
+def form_value(data: Mapping[str, Any], f: FormField) -> Any:
+    value = _get_path(data, f.path)
+    if f.type == "cpus":
+        return ",".join(str(c) for c in value) if isinstance(value, list) else (value or "all")
+    if f.type == "bool":
+        return bool(value)
+    return "" if value is None else value
+
+
+def platform_form_data(platforms: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What run_new.js needs to rebuild the per-state rows when the platform changes."""
+    out = {}
+    for p in platforms:
+        table = p["table"]
+        out[table["name"]] = {
+            "title": table.get("title", ""),
+            "states": [
+                {
+                    "name": s["name"],
+                    "flags": s.get("flags", []),
+                    "irq_enable": "CPUIDLE_FLAG_POLLING" in s.get("flags", [])
+                    or "CPUIDLE_FLAG_IRQ_ENABLE" in s.get("flags", []),
+                    "power_watts": s.get("power_watts") or {"value": 1.0, "kind": "estimate"},
+                }
+                for s in table["states"]
+            ],
+            "costs": table.get("costs", {}),
+            "busy_watts": table.get("busy_watts") or {"value": 5.0, "kind": "estimate"},
+            "topology": table.get("topology", {}),
+        }
+    return out
+
+
+def merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = v
+    return out

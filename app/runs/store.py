@@ -1,0 +1,255 @@
+"""Queries on runs. Functions add, flush, select and update; callers commit (through
+`app.db.session_scope`), so one unit of work is one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    DateTime,
+    Integer,
+    Row,
+    bindparam,
+    delete,
+    func,
+    select,
+    type_coerce,
+    update,
+)
+from sqlalchemy.orm import Session
+
+from app.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, UTCDateTime, config_summary, utcnow
+from engine import SimConfig
+from engine import engine_version as current_engine_version
+
+_LIST_COLS = [getattr(Run, c) for c in LIST_COLUMNS]
+# A list page reads its times as stored (naive UTC on SQLite): `views.RunListView.to_json` writes
+# them as UTC, and skipping the per-value conversion is a fifth of a 50-row page's cost.
+_LIST_PAGE_COLS = [
+    type_coerce(c, DateTime()).label(c.key) if isinstance(c.type, UTCDateTime) else c for c in _LIST_COLS
+]
+FINISHED = ("done", "failed")
+
+
+def new_run_id() -> str:
+    """Short, random, unguessable (64 bits)."""
+    return secrets.token_urlsafe(8)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_matches(run: Run, token: str | None) -> bool:
+    return token is not None and hmac.compare_digest(run.delete_token_hash, hash_token(token))
+
+
+@dataclass(frozen=True)
+class NewRun:
+    run: Run
+    delete_token: str
+
+
+def create_run(
+    session: Session, config: SimConfig, *, title: str = "", unlisted: bool = False, status: str = "queued"
+) -> NewRun:
+    """Add a run (queued; `running` when this process computes or copies it at once); returns it
+    with its delete token (stored only as a hash)."""
+    token = secrets.token_urlsafe(24)
+    run = Run(
+        id=new_run_id(),
+        title=title,
+        status=status,
+        progress=0.0,
+        unlisted=unlisted,
+        delete_token_hash=hash_token(token),
+        config=config.model_dump_json(),
+        config_hash=config.config_hash(),
+        engine_version=current_engine_version(),
+        created_at=utcnow(),
+        started_at=utcnow() if status == "running" else None,
+        **config_summary(config),
+    )
+    session.add(run)
+    session.flush()
+    return NewRun(run, token)
+
+
+def find_reusable(session: Session, config_hash: str, engine_version: str) -> Run | None:
+    """The oldest finished run with this config hash and engine version (an original, not a copy)."""
+    stmt = (
+        select(Run)
+        .where(Run.config_hash == config_hash, Run.engine_version == engine_version, Run.status == "done")
+        .order_by(Run.reused_from.is_not(None), Run.created_at)
+        .limit(1)
+    )
+    return session.scalars(stmt).first()
+
+
+def get_run(session: Session, run_id: str) -> Run | None:
+    return session.get(Run, run_id)
+
+
+# The hot reads, built once.
+_ROW = select(*_LIST_COLS, Run.config, Run.result).where(Run.id == bindparam("run_id"))
+_PAGE = select(Run.status, Run.page, Run.page_version).where(Run.id == bindparam("run_id"))
+
+
+def get_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
+    """A run's list columns, config and result, no ORM objects."""
+    conn = db.connection() if isinstance(db, Session) else db
+    return conn.execute(_ROW, {"run_id": run_id}).first()
+
+
+def get_page(db: Connection, run_id: str) -> Row[Any] | None:
+    """A run's status and stored page (with its render version)."""
+    return db.execute(_PAGE, {"run_id": run_id}).first()
+
+
+_EXISTS = select(Run.id).where(Run.id == bindparam("run_id"))
+
+
+def exists(db: Session | Connection, run_id: str) -> bool:
+    conn = db.connection() if isinstance(db, Session) else db
+    return conn.execute(_EXISTS, {"run_id": run_id}).first() is not None
+
+
+def get_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
+    stmt = select(*_LIST_COLS, Run.config, Run.result).where(Run.id.in_(list(run_ids)))
+    return {row.id: row for row in session.connection().execute(stmt)}
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    platform: str | None = None
+    governor: str | None = None
+    mechanism: str | None = None
+    status: str | None = None
+    q: str | None = None
+
+
+def _filtered(stmt: Any, filters: tuple[str, ...]) -> Any:
+    stmt = stmt.where(Run.unlisted.is_(False))
+    for col in filters:
+        if col == "q":
+            stmt = stmt.where(Run.title.ilike(bindparam("q"), escape="\\"))
+        else:
+            stmt = stmt.where(getattr(Run, col) == bindparam(col))
+    return stmt
+
+
+@cache
+def _list_statements(sort: str, descending: bool, filters: tuple[str, ...]) -> tuple[Any, Any]:
+    """The page and count statements for one shape of query, built once: the values are bound
+    parameters, so SQLAlchemy compiles each shape once and reads its rows without adapting."""
+    col = getattr(Run, sort)
+    order = [col.desc().nulls_last() if descending else col.asc().nulls_last(), Run.id]
+    page = _filtered(select(*_LIST_PAGE_COLS), filters).order_by(*order)
+    page = page.limit(bindparam("limit", type_=Integer)).offset(bindparam("offset", type_=Integer))
+    count = _filtered(select(func.count()).select_from(Run), filters)
+    return page, count
+
+
+def list_runs(
+    db: Session | Connection, f: RunFilter, *, sort: str, descending: bool, limit: int, offset: int
+) -> tuple[list[Row[Any]], int]:
+    """Listed runs matching `f`, sorted (ties broken by id), and the total count."""
+    if sort not in SORTABLE_COLUMNS:
+        raise ValueError(f"cannot sort by {sort!r}")
+    values: dict[str, Any] = {k: v for k, v in vars(f).items() if v}
+    if "q" in values:
+        escaped = values["q"].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        values["q"] = f"%{escaped}%"
+    page, count = _list_statements(sort, descending, tuple(sorted(values)))
+    conn = db.connection() if isinstance(db, Session) else db  # Core rows: no ORM on the list path
+    rows = conn.execute(page, {**values, "limit": limit, "offset": offset}).all()
+    total = conn.execute(count, values).scalar() or 0
+    return list(rows), int(total)
+
+
+def delete_run(session: Session, run_id: str) -> None:
+    session.execute(delete(Run).where(Run.id == run_id))
+
+
+# --- the job runner's writes (the web process is the only writer) -------------------------------
+
+
+def next_queued_ids(session: Session, limit: int) -> list[str]:
+    stmt = select(Run.id).where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(limit)
+    return list(session.scalars(stmt))
+
+
+def claim_run(session: Session, run_id: str, now: datetime) -> str | None:
+    """Move a queued run to running; returns its config JSON if this caller won it."""
+    res = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == "queued")
+        .values(status="running", started_at=now, progress=0.0)
+        .execution_options(synchronize_session=False)
+    )
+    if res.rowcount != 1:  # type: ignore[attr-defined]
+        return None
+    return session.scalar(select(Run.config).where(Run.id == run_id))
+
+
+def set_progress(session: Session, progress: Mapping[str, float]) -> None:
+    for run_id, value in progress.items():
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.status == "running")
+            .values(progress=min(1.0, max(0.0, value)))
+            .execution_options(synchronize_session=False)
+        )
+
+
+def record_result(session: Session, run_id: str, fields: Mapping[str, Any]) -> bool:
+    """Mark a running run done with `fields` (result, summary, page... from `views.finished_fields`).
+    A second completion, or one for a run no longer running, changes nothing (False)."""
+    res = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == "running")
+        .values(**fields)
+        .execution_options(synchronize_session=False)
+    )
+    return res.rowcount == 1  # type: ignore[attr-defined]
+
+
+def fail_run(session: Session, run_id: str, error: str, *, wall_s: float | None = None) -> bool:
+    res = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status.in_(("queued", "running")))
+        .values(status="failed", error=error, finished_at=utcnow(), wall_s=wall_s)
+        .execution_options(synchronize_session=False)
+    )
+    return res.rowcount == 1  # type: ignore[attr-defined]
+
+
+def running_ids(session: Session) -> list[tuple[str, datetime]]:
+    """(id, started_at) of every running run."""
+    rows = session.execute(select(Run.id, Run.started_at).where(Run.status == "running"))
+    return [(run_id, started or utcnow()) for run_id, started in rows]
+
+
+def requeue_interrupted(session: Session, run_ids: Sequence[str] | None = None) -> int:
+    """Put runs left `running` (the server stopped mid-run) back in the queue."""
+    stmt = update(Run).where(Run.status == "running")
+    if run_ids is not None:
+        stmt = stmt.where(Run.id.in_(list(run_ids)))
+    res = session.execute(
+        stmt.values(status="queued", progress=0.0, started_at=None).execution_options(
+            synchronize_session=False
+        )
+    )
+    return int(res.rowcount)  # type: ignore[attr-defined]
+
+
+def run_status(session: Session, run_id: str) -> str | None:
+    return session.scalar(select(Run.status).where(Run.id == run_id))

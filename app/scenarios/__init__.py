@@ -1,0 +1,1 @@
+"""Scenarios: the built-in experiments (one run per role) and the validation table."""

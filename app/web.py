@@ -1,0 +1,335 @@
+"""The web layer every slice shares: Jinja templates and filters, static files and plotly.js, and
+the outermost middleware (security headers, cross-site and Host checks, body size limit)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import math
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+import plotly
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import Response
+from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
+from markupsafe import Markup
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app import charts, errors
+from app.config import REPO_ROOT
+from engine.governors import GOVERNOR_KERNEL
+
+TEMPLATES_DIR = REPO_ROOT / "templates"
+STATIC_DIR = REPO_ROOT / "static"
+PLOTLY_JS_PATH = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+# On every answer (pages, JSON, static files, errors), beside the CSP.
+SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"))
+# Versioned URLs (the plotly bundle, `?v=<hash>` static links) never change content.
+CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+router = APIRouter(include_in_schema=False)
+
+
+# --- templates -------------------------------------------------------------------------------------
+
+
+def json_script(value: Any) -> Markup:
+    """JSON for a `<script type="application/json">` block: `<`, `>` and `&` escaped as \\uXXXX,
+    so a run title such as `</script><script>...` stays data."""
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return Markup(text)
+
+
+@cache
+def _file_hash(path: str) -> str:
+    return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:12]
+
+
+def static_url(path: str) -> str:
+    """`/static/<path>?v=<content hash>`: cacheable forever, changes when the file does."""
+    try:
+        return f"/static/{path}?v={_file_hash(path)}"
+    except OSError:
+        return f"/static/{path}"
+
+
+def fmt_num(value: Any, digits: int = 3) -> str:
+    """A number for tables: integers with thousands separators, others to `digits` significant."""
+    if value is None or isinstance(value, Undefined):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        if abs(value) >= 10**digits:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def fmt_us(ns: float | None) -> str:
+    if ns is None or isinstance(ns, Undefined):
+        return "–"
+    return fmt_num(ns / 1000.0) + " us"
+
+
+def fmt_time(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M UTC")
+    return "" if value is None or isinstance(value, Undefined) else str(value)
+
+
+@cache
+def plotly_js_version() -> str:
+    """plotly.js's own version (not the Python package's), read from the bundle's banner."""
+    from plotly.offline import get_plotlyjs_version
+
+    return get_plotlyjs_version()
+
+
+def plotly_js_url() -> str:
+    return f"/vendor/plotly-{plotly_js_version()}.min.js"
+
+
+# A stored page links the plotly bundle by version and the static files by path: a page rendered
+# by another render version is rendered again when served. Bump the number when templates change
+# in a way that matters to stored pages.
+RENDER_VERSION = f"1-plotly-{plotly_js_version()}"
+
+
+@cache
+def _routes() -> APIRouter:
+    from app.main import ROUTERS  # the app's routers (main imports this module first)
+
+    routes = APIRouter()
+    for r in (router, *ROUTERS):
+        routes.include_router(r)
+    return routes
+
+
+def url_for(name: str, /, **params: Any) -> str:
+    """Path-only links (`/runs/abc`): stored pages carry no host, and render without an app."""
+    return str(_routes().url_path_for(name, **params))
+
+
+env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(default=True))
+env.globals.update(
+    url_for=url_for,
+    static_url=static_url,
+    plotly_js_url=plotly_js_url,
+    state_color=charts.state_color,
+    source_names=charts.SOURCE_NAMES,
+    mechanism_names=charts.MECHANISM_NAMES,
+    governor_kernel=GOVERNOR_KERNEL,
+)
+env.filters.update(json_script=json_script, num=fmt_num, us=fmt_us, time=fmt_time)
+
+
+def absolute(request: Request, path: str) -> str:
+    """A path as the absolute URL the client reached the server at: only for the answers to a
+    POST (scripts follow the link they were given); stored and GET answers carry paths."""
+    return str(request.base_url).rstrip("/") + path
+
+
+def render_html(name: str, context: dict[str, Any]) -> str:
+    """A template as text (no request: stored pages are rendered this way too)."""
+    return env.get_template(name).render({"here": "", **context})
+
+
+def page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
+    """A page answer."""
+    html = render_html(name, {"here": request.url.path, **context})
+    return Response(html, status_code=status_code, media_type="text/html; charset=utf-8")
+
+
+# --- plotly.js, served from the installed plotly package -------------------------------------------
+
+
+@cache
+def _plotly_js_bytes() -> tuple[bytes, bytes, str]:
+    """The bundle, its gzip (compressed once per process) and its ETag."""
+    raw = PLOTLY_JS_PATH.read_bytes()
+    return raw, gzip.compress(raw, compresslevel=9, mtime=0), hashlib.sha256(raw).hexdigest()[:16]
+
+
+@router.api_route(plotly_js_url(), methods=["GET", "HEAD"], name="plotly_js")
+def plotly_js(request: Request) -> Response:
+    raw, gz, etag = _plotly_js_bytes()
+    headers = {"Cache-Control": CACHE_IMMUTABLE, "ETag": f'"{etag}"', "Vary": "Accept-Encoding"}
+    if request.headers.get("if-none-match") == f'"{etag}"':
+        return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return Response(gz, media_type="text/javascript", headers=headers)
+    return Response(raw, media_type="text/javascript", headers=headers)
+
+
+# --- middleware ------------------------------------------------------------------------------------
+
+
+def _docs_csp(app: FastAPI) -> bytes:
+    """/docs' CSP: Swagger UI's init script is inline; allow exactly it by its hash."""
+    html = get_swagger_ui_html(
+        openapi_url=app.openapi_url or "",
+        title=app.title + " - Swagger UI",
+        oauth2_redirect_url=app.swagger_ui_oauth2_redirect_url,
+        swagger_ui_parameters=app.swagger_ui_parameters,
+    ).body.decode()
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
+        for s in re.findall(r"<script>(.*?)</script>", html, re.S)
+    ]
+    return CSP.replace("script-src 'self'", "script-src 'self' " + " ".join(hashes)).encode()
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def cross_site_refusal(scope: Scope, loopback_only: bool) -> str | None:
+    """Why a request must be refused before the app sees it, or None.
+
+    - When bound to loopback, only loopback Host names (a DNS-rebinding page reaches 127.0.0.1
+      under its own name).
+    - One rule for every unsafe method: `Sec-Fetch-Site: cross-site`, or an `Origin` (`null`
+      included) other than the request's own, is another site's page posting here.
+    """
+    host = _header(scope, b"host") or ""
+    name = host[: host.rindex(":")] if host.rfind(":") > host.rfind("]") else host  # no port
+    if loopback_only and name.lower() not in LOOPBACK_HOSTS:
+        return f"host {host!r} not served: the server is bound to loopback"
+    if scope["method"] not in UNSAFE_METHODS:
+        return None
+    if _header(scope, b"sec-fetch-site") == "cross-site":
+        return "cross-site request refused"
+    origin = _header(scope, b"origin")
+    # By host and port only: behind a TLS proxy the request's own scheme reads http.
+    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+        return f"cross-origin request refused (Origin {origin!r})"
+    return None
+
+
+class Edge:
+    """The outermost middleware: the Host and cross-site checks, the body size limit, security
+    headers on every answer (pages, JSON, static files, errors), and gzip with long-lived caching
+    for static files."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, loopback_only: bool, docs_csp: bytes) -> None:
+        self.app = app
+        self.gzip = GZipMiddleware(app, minimum_size=512)
+        self.max_body_bytes = max_body_bytes
+        self.loopback_only = loopback_only
+        self.docs_csp = docs_csp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        csp = self.docs_csp if path == "/docs" else CSP.encode()
+        static = path.startswith(("/static/", "/static-offline-docs/"))
+        added = [(b"content-security-policy", csp), *SECURITY_HEADERS]
+        if static:
+            versioned = b"v=" in scope.get("query_string", b"")
+            added.append((b"cache-control", CACHE_IMMUTABLE.encode() if versioned else b"no-cache"))
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message["headers"] = [*message.get("headers", ()), *added]
+            await send(message)
+
+        refusal = cross_site_refusal(scope, self.loopback_only)
+        if refusal is not None:
+            await errors.error_response(403, refusal)(scope, receive, send_with_headers)
+            return
+        if scope["method"] in UNSAFE_METHODS:
+            receive = await self._bounded_body(scope, receive, send_with_headers)
+            if receive is None:
+                return
+        try:
+            await (self.gzip if static else self.app)(scope, receive, send_with_headers)
+        except Exception:
+            # A bug: still the one error shape, with the headers (then logged by the server).
+            if not started:
+                await errors.error_response(500, "internal error")(scope, receive, send_with_headers)
+            raise
+
+    async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Read the whole body (up to the limit) first; 413 above it, declared or streamed."""
+        too_large = errors.error_response(
+            413, f"request body over the limit of {self.max_body_bytes} bytes (IDLELAB_MAX_BODY_BYTES)"
+        )
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await too_large(scope, receive, send)
+            return None
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_body_bytes:
+                await too_large(scope, receive, send)
+                return None
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
+
+def install(app: FastAPI, *, max_body_bytes: int, loopback_only: bool, routers: Iterable[APIRouter]) -> None:
+    """Mount the static files and the routers, and add `Edge` last (outermost)."""
+    from fastapi.staticfiles import StaticFiles
+
+    for r in (router, *routers):
+        app.include_router(r)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+    app.add_middleware(
+        Edge, max_body_bytes=max_body_bytes, loopback_only=loopback_only, docs_csp=_docs_csp(app)
+    )
