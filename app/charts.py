@@ -245,6 +245,38 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
     )
 
 
+def hardware_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> Figure:
+    """The hardware view beside cpuidle's: per socket, the share of its cores in each core C-state
+    and of its package in each package C-state (stacked bars, turbostat's CPU%cN and Pkg%pcN)."""
+    runs = _runs(result_or_runs)
+    traces = []
+    for i, (label, result) in enumerate(runs):
+        groups = [*result["hardware"]["sockets"], result["hardware"]["system"]]
+        where = [f"socket {g['socket']}" if g["socket"] is not None else "system" for g in groups]
+        for kind, key in (("cores", "core"), ("package", "package")):
+            x = [where, [f"{kind}{_suffix(label)}"] * len(where)]
+            for name in groups[0][key]:
+                shown = name.replace("CC", "C") if key == "core" else name
+                traces.append(
+                    _bar(
+                        name=shown,
+                        legendgroup=shown,
+                        showlegend=i == 0,
+                        x=x,
+                        y=[g[key][name] * 100 for g in groups],
+                        marker={"color": state_color(shown), **_run_pattern(i)},
+                        hovertemplate=f"<b>{name}</b> %{{x}}<br>%{{y:.2f}}%<extra></extra>",
+                    )
+                )
+    return _figure(
+        traces,
+        "Hardware residency: core and package C-states (turbostat's view)",
+        barmode="stack",
+        xaxis={"type": "multicategory"},
+        yaxis={"title": {"text": "Share of time (%)"}, "range": [0, 100]},
+    )
+
+
 def residency_per_cpu_figure(result: Result) -> Figure:
     """Per-CPU residency as a heatmap: CPUs down, states (then C0) across, share in %."""
     # The engine names the last column "busy"; every chart calls it C0.
@@ -622,6 +654,7 @@ CHARTS: dict[str, Callable[[Result], Figure]] = {
     "wake_vs_intr": wake_vs_intr_figure,
     "ipi_cycles": ipi_cycles_figure,
     "timeline": timeline_figure,
+    "hardware": hardware_figure,
 }
 
 #: Charts that overlay several runs on the compare page.
@@ -630,6 +663,7 @@ COMPARE_CHARTS: dict[str, Callable[[Sequence[tuple[str, Result]]], Figure]] = {
     "latency_cdf": latency_cdf_figure,
     "wake_vs_intr": wake_vs_intr_figure,
     "ipi_cycles": ipi_cycles_figure,
+    "hardware": hardware_figure,
 }
 
 
@@ -847,6 +881,28 @@ def summary_figures(result: Result) -> list[dict[str, Any]]:
     return out
 
 
+#: turbostat's columns as the hardware view gives them, with what each counts.
+HARDWARE_COLUMNS = {
+    "Busy%": "Busy% (thread in C0: MPERF)",
+    "CPU%c1": "CPU%c1 (thread idle, core not in C3/C6)",
+    "CPU%c3": "CPU%c3 (core C3)",
+    "CPU%c6": "CPU%c6 (core C6)",
+    "Pkg%pc2": "Pkg%pc2 (package C2)",
+    "Pkg%pc3": "Pkg%pc3 (package C3)",
+    "Pkg%pc6": "Pkg%pc6 (package C6)",
+    "PkgWatt": "PkgWatt per socket (estimate)",
+}
+
+
+def _turbostat(result: Result, column: str) -> float | None:
+    value = result["hardware"]["system"]["turbostat"].get(column)
+    return None if value is None else float(value)
+
+
+def _share(percent: float | None) -> float | None:
+    return None if percent is None else percent / 100
+
+
 def _state_value(name: str, key: str) -> Callable[[Result], Any]:
     return lambda r: next((s[key] for s in r["states"] if s["name"] == name), None)
 
@@ -915,6 +971,20 @@ def compare_metrics(state_names: Sequence[str]) -> list[Metric]:
         ("line_transfers_other_socket", "Cache-line transfers, other socket", "lower"),
     ):
         out.append(Metric(f"ipi.{key}", label, "count", lambda r, k=key: r["ipi"][k], better, "ipi"))  # type: ignore[arg-type]
+    # turbostat's columns for the whole system (shares, as the residency rows; PkgWatt per socket).
+    for column, label in HARDWARE_COLUMNS.items():
+        watts = column == "PkgWatt"
+        out.append(
+            Metric(
+                f"hardware.{column}",
+                label,
+                "W" if watts else "share",
+                lambda r, c=column, w=watts: _turbostat(r, c) if w else _share(_turbostat(r, c)),
+                "lower" if watts else None,
+                "hardware",
+                watts,
+            )
+        )
     out += [
         Metric(
             "energy.joules",

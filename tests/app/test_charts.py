@@ -42,6 +42,7 @@ def test_registry_names_and_builders(result: dict[str, Any]) -> None:
         "wake_vs_intr",
         "ipi_cycles",
         "timeline",
+        "hardware",
     ]
     for name in charts.CHARTS:
         fig = charts.run_chart(name, result)
@@ -180,11 +181,14 @@ def test_state_colour_is_the_same_on_every_chart(result: dict[str, Any], other: 
 
 def test_compare_charts_tell_runs_apart(result: dict[str, Any], other: dict[str, Any]) -> None:
     figs = charts.compare_charts([("A", result), ("B", other)])
-    assert set(figs) == {"residency", "latency_cdf", "wake_vs_intr", "ipi_cycles"}
+    assert set(figs) == {"residency", "latency_cdf", "wake_vs_intr", "ipi_cycles", "hardware"}
     cdf = figs["latency_cdf"]["data"]
     dashes = {t["name"].rsplit(" · ", 1)[1]: t["line"]["dash"] for t in cdf}
     assert dashes == {"A": "solid", "B": "dash"}
     assert len(figs["residency"]["data"]) == 2
+    # The hardware bars of B are labelled with its name under each socket.
+    groups = {t["x"][1][0] for t in figs["hardware"]["data"]}
+    assert groups == {"cores · A", "package · A", "cores · B", "package · B"}
 
 
 def test_platform_chart() -> None:
@@ -278,3 +282,28 @@ def test_timeline_is_capped(result: dict[str, Any]) -> None:
     assert sum(len(t["x"]) for t in fig["data"]) == charts.TIMELINE_MAX_SEGMENTS
     assert "at most" in fig["layout"]["title"]["text"]
     assert len(orjson.dumps(fig)) < 400_000
+
+
+def test_hardware_figure_stacks_core_and_package_states_per_socket(result: dict[str, Any]) -> None:
+    fig = charts.hardware_figure(result)
+    hw = result["hardware"]
+    names = [t["name"] for t in fig["data"]]
+    # One stacked trace per core state (shown as C0, C1...) and per package state.
+    assert names == [n.replace("CC", "C") for n in hw["core_states"]] + hw["package_states"]
+    for trace in fig["data"]:
+        where, kind = trace["x"]
+        assert where == [f"socket {g['socket']}" for g in hw["sockets"]] + ["system"]
+        assert set(kind) <= {"cores", "package"}
+    # Each bar of a stack adds up to the whole time.
+    cores = [t for t in fig["data"] if t["x"][1][0] == "cores"]
+    for i in range(len(hw["sockets"]) + 1):
+        assert sum(t["y"][i] for t in cores) == pytest.approx(100.0)
+
+
+def test_compare_tabulates_turbostat_columns(result: dict[str, Any]) -> None:
+    metrics = {m.key: m for m in charts.compare_metrics([s["name"] for s in result["states"]])}
+    turbostat = result["hardware"]["system"]["turbostat"]
+    assert metrics["hardware.CPU%c6"].value(result) == pytest.approx(turbostat["CPU%c6"] / 100)
+    assert metrics["hardware.PkgWatt"].value(result) == pytest.approx(turbostat["PkgWatt"])
+    assert metrics["hardware.PkgWatt"].estimate and metrics["hardware.Pkg%pc6"].unit == "share"
+    assert metrics["hardware.CPU%c3"].value(result) is None  # skx has no core C3
