@@ -4,6 +4,7 @@ same for every viewer, served from the LRU while the run exists; unlisted runs s
 from __future__ import annotations
 
 from typing import Any
+from xml.etree import ElementTree
 
 from sqlalchemy import update
 
@@ -11,7 +12,7 @@ from app.db import session_scope
 from app.models import Run
 from app.runs.artifacts import Artifacts
 from app.schemas import RunRead
-from app.web import RENDER_VERSION
+from app.web import RENDER_VERSION, fmt_num
 from tests.app.factories import done_run, small_config
 
 
@@ -130,3 +131,23 @@ def test_unlisted_runs_are_found_only_by_their_link(app_client: Any) -> None:
     assert unlisted not in app_client.get(f"/scenarios/{scenario.name}").text
     assert secret not in app_client.get("/api/runs", params={"limit": 200}).text
     assert app_client.get(f"/api/runs/{secret}").status_code == 200
+
+
+def test_the_run_page_shows_the_hardware_view_beside_the_os_view(app_client: Any) -> None:
+    run_id, _ = done_run(app_client.app, title="hardware")
+    html = app_client.get(f"/runs/{run_id}").text
+    result = app_client.get(f"/api/runs/{run_id}").json()["result"]
+    tree = ElementTree.fromstring(_table(html, "hardware-stats"))
+    header = [th.text.strip() for th in tree.iter("th") if th.text and th.text.strip()]
+    assert header == list(result["hardware"]["system"]["turbostat"])
+    rows = [[td.text for td in tr.iter("td")] for tr in tree.iter("tr") if list(tr.iter("td"))]
+    sockets = [f"socket {s['socket']}" for s in result["hardware"]["sockets"]]
+    assert [r[0] for r in rows] == [*sockets, "system"]
+    c6 = header.index("CPU%c6") + 1
+    assert rows[-1][c6] == f"{fmt_num(result['hardware']['system']['turbostat']['CPU%c6'])}%"
+    assert 'data-chart-name="hardware"' in html  # and its chart
+
+
+def _table(html: str, css_class: str) -> str:
+    start = html.index(f'<table class="{css_class}">')
+    return html[start : html.index("</table>", start) + len("</table>")]
