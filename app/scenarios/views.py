@@ -5,6 +5,7 @@ runs: `submit` (behind a POST) sends the missing ones to the job runner."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -68,6 +69,8 @@ def check_fields(check: Check) -> dict[str, Any]:
         "tolerance": check.tolerance,
         "kind": check.kind,
         "source_figure": check.published,
+        # For a consistency check: over which range of each labelled estimate it still holds.
+        "sensitivity": [dataclasses.asdict(s) for s in check.sensitivity],
     }
 
 
@@ -226,6 +229,7 @@ def validation_report(session: Session) -> dict[str, Any]:
         "all_ok": all(r["ok"] for r in rows),
         "calibrated": sum(r["kind"] == "calibrated" for r in rows),
         "predicted": sum(r["kind"] == "predicted" for r in rows),
+        "consistency": sum(r["kind"] == "consistency" for r in rows),
         "missing": missing,
         "pending": any(r["status"] in ("queued", "running") for s in scenarios for r in s["runs"]),
         "rows": rows,

@@ -302,3 +302,18 @@ def test_scenario_runs_on_the_workers(live_server: str) -> None:
         # The same runs now answer the validation rows of that scenario.
         v = client.get("/api/validation").json()
         assert all(row["ok"] for row in v["rows"] if row["scenario"] == "mwait-ipi-westmere")
+
+
+def test_consistency_rows_carry_their_sensitivity(worker_client: Any, validation: dict[str, Any]) -> None:
+    rows = {row["id"]: row for row in validation["rows"]}
+    assert validation["consistency"] == sum(r["kind"] == "consistency" for r in validation["rows"]) >= 4
+    intr = rows["icx-c1-intr-latency"]
+    estimates = {s["estimate"]: s for s in intr["sensitivity"]}
+    h = estimates["costs.exit_housekeeping_ns (h)"]
+    assert h["holds_from"] < h["value"] == 100 < h["holds_to"]
+    others = {"costs.irq_entry_ns (e)", "C1 median exit latency (x)", "interrupt delivery delay (d)"}
+    assert set(estimates) >= others
+    assert rows["wsm-rfc-other"]["sensitivity"] == []  # predicted: nothing to list
+    page = parse(worker_client.get("/validation").text)
+    shown = next(row for row in page.rows if row["attrs"].get("data-id") == "icx-c1-intr-latency")
+    assert "costs.exit_housekeeping_ns (h)" in shown["text"] and "holds from" in shown["text"]
