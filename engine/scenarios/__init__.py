@@ -25,7 +25,6 @@ hardware beneath the OS view); the framework is in `framework`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,36 +68,6 @@ def validation_checks() -> list[tuple[Scenario, Check]]:
     return [(SCENARIOS[n], c) for n in VALIDATION_SCENARIOS for c in SCENARIOS[n].published_checks()]
 
 
-def summary(scenario: Scenario) -> dict[str, Any]:
-    """What `GET /api/scenarios` lists for one scenario."""
-    return {
-        "name": scenario.name,
-        "title": scenario.title,
-        "description": scenario.description,
-        "source": scenario.source,
-        "roles": [{"name": r.name, "label": r.label} for r in scenario.roles],
-        "checks": [check_summary(c) for c in scenario.checks],
-    }
-
-
-def check_summary(check: Check) -> dict[str, Any]:
-    return {
-        "id": check.id,
-        "metric": check.metric,
-        "unit": check.unit,
-        "mode": check.mode,
-        "baseline": check.baseline,
-        "role": check.role,
-        "published": check.published_value,
-        "published_text": check.published_text,
-        "accept": list(check.accept),
-        "tolerance": check.tolerance,
-        "kind": check.kind,
-        "sensitivity": [dataclasses.asdict(s) for s in check.sensitivity],
-        "source_figure": check.published,
-    }
-
-
 __all__: Sequence[str] = (
     "SCENARIOS",
     "VALIDATION_SCENARIOS",
@@ -112,6 +81,5 @@ __all__: Sequence[str] = (
     "get_scenario",
     "read_path",
     "scenario_names",
-    "summary",
     "validation_checks",
 )

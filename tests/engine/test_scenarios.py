@@ -6,7 +6,6 @@ once per module; the checks' acceptance intervals are the validation tolerances.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -22,7 +21,6 @@ from engine.scenarios import (
     evaluate,
     get_scenario,
     read_path,
-    summary,
     validation_checks,
 )
 
@@ -79,9 +77,7 @@ def test_configs_validate_and_roles_are_consistent(name: str) -> None:
         for _, cells in sc.key_table.rows:
             assert len(cells) == len(sc.key_table.columns) == len(sc.key_table.metric_by_col)
             assert {c for c in cells if c is not None} <= set(roles)
-    s = summary(sc)
-    json.dumps(s)
-    assert s["name"] == name and s["roles"] and 2 <= s["description"].count(". ") + 1 <= 4
+    assert sc.name == name and sc.roles and 2 <= sc.description.count(". ") + 1 <= 4
 
 
 def test_configs_are_fresh_objects() -> None:
