@@ -26,7 +26,6 @@ hardware beneath the OS view); the framework is in `framework`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from engine.scenarios import irq_enable_2021, mwait_rfc_2012, package_cstates
 from engine.scenarios.framework import (
