@@ -100,6 +100,25 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     "int?",
                     hint="Blank: the platform's part.",
                 ),
+                FormField(
+                    "topology.threads_per_core",
+                    "SMT threads per core",
+                    "int?",
+                    hint="Blank: the platform's (2). CPU s*C*T + t*C + k is thread t of core k on socket s.",
+                ),
+                FormField(
+                    "package.limit",
+                    "Package C-state limit (BIOS)",
+                    "select",
+                    options=[(p, p) for p in ("PC6", "PC2", "PC3", "PC0")],
+                    hint=describe("package.limit"),
+                ),
+                FormField(
+                    "wakeups.busy_cpus",
+                    "CPUs running a CPU-bound task",
+                    "cpu-list",
+                    hint="Blank: none. " + _CPUS_HINT.split(", or ")[1],
+                ),
             ],
         ),
         FormSection(
@@ -182,8 +201,15 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
         ),
         FormSection(
             "Power (estimates)",
-            [FormField("power.busy_watts", "Busy (C0) power per core", "float?", "W")],
-            note="All power figures are labelled estimates; per-state power is in the C-states table above.",
+            [
+                FormField("power.busy_watts", "Busy (C0) power per core", "float?", "W"),
+                *(
+                    FormField(f"power.uncore_watts.{p}", f"Uncore power in {p}", "float-omit", "W")
+                    for p in ("PC0", "PC2", "PC3", "PC6")
+                ),
+            ],
+            note="All power figures are labelled estimates; per-state (core) power is in the C-states table "
+            "above; uncore power is per package and package C-state (blank keeps the platform's).",
         ),
         FormSection(
             "Output",
@@ -216,6 +242,8 @@ def form_value(data: Mapping[str, Any], f: FormField) -> Any:
     value = _get_path(data, f.path)
     if f.type == "cpus":
         return ",".join(str(c) for c in value) if isinstance(value, list) else (value or "all")
+    if f.type == "cpu-list":
+        return ",".join(str(c) for c in value or [])
     if f.type == "bool":
         return bool(value)
     return "" if value is None else value

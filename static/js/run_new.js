@@ -3,7 +3,8 @@
 //
 // Inputs carry data-path="a.b.c" (the SimConfig field) and data-type:
 //   str, int, float, bool, int?, float? (blank = null: "use the platform's value"),
-//   float-omit (blank = leave out), select, select? (blank = null), cpus ("all" or a list).
+//   float-omit (blank = leave out), select, select? (blank = null), cpus ("all" or a list),
+//   cpu-list (a list; blank = none).
 // Timer rows use "wakeups.timers.#.field"; # becomes the row's position when sent.
 
 const form = document.getElementById("run-form");
@@ -139,7 +140,7 @@ document.getElementById("add-timer").addEventListener("click", () => addTimer())
 // ---- values in and out -----------------------------------------------------------------------
 
 function formatValue(value, type) {
-  if (type === "cpus") return Array.isArray(value) ? value.join(",") : String(value);
+  if (type === "cpus" || type === "cpu-list") return Array.isArray(value) ? value.join(",") : String(value);
   if (value === null || value === undefined) return "";
   return String(value);
 }
@@ -170,6 +171,7 @@ function parseInput(input) {
     case "select?": return raw === "" ? null : raw;
     case "bool-omit": return raw === "" ? undefined : raw === "true";
     case "cpus": return parseCpus(raw);
+    case "cpu-list": return raw.trim() === "" ? [] : parseCpus(raw);
     case "int": case "float": {
       if (raw.trim() === "") return null;
       const n = Number(raw);

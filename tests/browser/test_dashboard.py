@@ -107,6 +107,7 @@ def fill_small_form(page: Any, title: str) -> None:
     page.fill("[data-path='duration_ms']", "50")
     page.fill("[data-path='topology.sockets']", "1")
     page.fill("[data-path='topology.cores_per_socket']", "4")
+    page.fill("[data-path='topology.threads_per_core']", "1")
 
 
 def test_new_run_form_progress_then_charts_and_share_link(new_tab: Any, api: httpx.Client) -> None:
