@@ -178,6 +178,16 @@ class PowerConfig(_Model):
     )
 
 
+class HardwareConfig(_Model):
+    """Hardware features the BIOS or the driver set, beneath cpuidle."""
+
+    c1e_promotion: bool = Field(
+        default=False,
+        description="MSR_IA32_POWER_CTL bit 1: the core turns C1 requests into C1E. intel_idle clears it on "
+        "skx, icx and Westmere (disable_promotion_to_c1e); on, C1 stays C1 to the OS and exits like C1E.",
+    )
+
+
 class PackageConfig(_Model):
     """The package C-state limit (MSR_PKG_CST_CONFIG_CONTROL bits 2:0, set by the BIOS)."""
 
@@ -214,6 +224,7 @@ class SimConfig(_Model):
     costs: CostsConfig = Field(default_factory=CostsConfig)
     power: PowerConfig = Field(default_factory=PowerConfig)
     package: PackageConfig = Field(default_factory=PackageConfig)
+    hardware: HardwareConfig = Field(default_factory=HardwareConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
 
     @model_validator(mode="after")

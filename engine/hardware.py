@@ -39,6 +39,14 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         at = np.flatnonzero(level == k)
         level_row[k] = at[0] if len(at) else (level_row[k + 1] if k < top else 0)
     level_row[0] = level_row[1] if top >= 1 else 0
+    # Each state's row when its core reaches the state's own level without the package state the
+    # table's figure includes; with C1E promotion a C1 request reaches C1E and exits like it.
+    n_states = len(level)
+    state_row = n_states + np.arange(n_states, dtype=np.int64)
+    if config.hardware.c1e_promotion and top >= 2 and (level == 2).any():
+        promoted = level == 1
+        state_row[promoted] = n_states + level_row[2]
+        level = np.where(promoted, 2, level)
 
     allowed = _allowed_package_states(config, table)
     n_j = len(allowed)
@@ -57,6 +65,7 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     return K.Hw(
         level=level,
         level_row=level_row,
+        state_row=state_row,
         core_of=core_of,
         sibling=sibling,
         core_level=np.zeros(n_cores, dtype=np.int64),
@@ -108,7 +117,7 @@ def hardware_result(
     # Core time by level; level 0 (C0) is the rest of the run.
     exact = core_time.astype(np.float64)
     exact[:, 0] = t_end - exact[:, 1:].sum(axis=1)
-    present = [0, *sorted({int(k) for k in hw.level if k > 0})]
+    present = [0, *sorted({s.core_level for s in table.states if s.core_level > 0})]
     core_names = [LEVEL_NAMES[k] for k in present]
     per_core = exact[:, present] / t_end
 
@@ -179,6 +188,7 @@ def hardware_result(
     hardware = Hardware(
         threads_per_core=threads,
         package_limit=config.package.limit,
+        c1e_promotion=config.hardware.c1e_promotion,
         core_states=core_names,
         package_states=pkg_names,
         sockets=[group(np.arange(s * cores, (s + 1) * cores), np.array([s]), s) for s in range(sockets)],

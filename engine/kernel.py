@@ -193,6 +193,7 @@ class Hw(NamedTuple):
 
     level: np.ndarray  # (state,) core level requested
     level_row: np.ndarray  # (level,) exit row of a thread whose core only reached that level
+    state_row: np.ndarray  # (state,) exit row of the state reached by its core alone
     core_of: np.ndarray  # (cpu,) global core index
     sibling: np.ndarray  # (cpu,) the core's other thread, -1 without SMT
     core_level: np.ndarray  # (core,) its level while every thread is in a wait, else 0
@@ -284,7 +285,7 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
         g = hw.pk_group[j, hw.core_of[c]]
         if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g] and hw.pk_since[j, g] <= t:
             return s
-    return hw.level.shape[0] + s
+    return hw.state_row[s]
 
 
 @compiled(inline=True)

@@ -156,6 +156,7 @@ class Hardware(_Model):
 
     threads_per_core: int
     package_limit: str
+    c1e_promotion: bool
     core_states: list[str]
     package_states: list[str]
     sockets: list[HardwareGroup]

@@ -482,6 +482,11 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
                 f"{s.name} exit with only the core in it = {core.value:g} us worst case ({core.kind}: "
                 f"{core.source}), median {core_med.value:g} us ({core_med.kind})"
             )
+    if config.hardware.c1e_promotion:
+        out.append(
+            "hardware.c1e_promotion is on: C1 requests enter C1E in hardware (intel_idle turns this off "
+            "on these platforms)"
+        )
     if table.package is not None:
         for p in table.package.states:
             out.append(f"{p.name} entry = {p.entry_ns.value:g} ns ({p.entry_ns.kind}: {p.entry_ns.source})")
