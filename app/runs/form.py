@@ -114,6 +114,12 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint=describe("package.limit"),
                 ),
                 FormField(
+                    "hardware.c1e_promotion",
+                    "C1E promotion (hardware turns C1 into C1E)",
+                    "bool",
+                    hint=describe("hardware.c1e_promotion"),
+                ),
+                FormField(
                     "wakeups.busy_cpus",
                     "CPUs running a CPU-bound task",
                     "cpu-list",
