@@ -196,6 +196,11 @@ class PackageConfig(_Model):
         description="Deepest package C-state allowed: PC0 (none), PC2 (PC3 on Westmere), PC6. On skx a "
         "limit below PC6 makes intel_idle rewrite C6 to 92/276 us.",
     )
+    snoop_rate_hz: Annotated[float | None, Field(ge=0, le=100_000)] = Field(
+        default=None,
+        description="Snoops, DMA and remote memory traffic pulling a package out of its deepest state, per "
+        "second (an estimate; the platform's if unset).",
+    )
 
 
 class OutputConfig(_Model):

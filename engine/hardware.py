@@ -132,6 +132,14 @@ def hardware_result(
         [[pk_time[j, group_of_socket[j, s]] for j in range(len(hw.pk_level))] for s in range(sockets)],
         dtype=np.float64,
     ).reshape(sockets, len(hw.pk_level))
+    pkg = table.package
+    if pkg is not None and cond.shape[1] == len(pkg.states) and cond.shape[1]:
+        # Traffic pulls the package out of its deepest state now and then: each visit costs its exit
+        # and the state's entry again. An expectation applied to the time, not drawn per event.
+        rate = config.package.snoop_rate_hz
+        rate = pkg.snoop_rate_hz.value if rate is None else rate
+        lost = rate * 1e-9 * (pkg.snoop_exit_ns.value + pkg.states[-1].entry_ns.value)
+        cond[:, -1] *= max(0.0, 1.0 - lost)
     deeper = np.concatenate([cond[:, 1:], np.zeros((sockets, 1))], axis=1)
     pc0 = t_end - (cond[:, 0] if cond.shape[1] else np.zeros(sockets))
     past_limit = np.zeros((sockets, len(pkg_names) - 1 - cond.shape[1]))
@@ -147,7 +155,6 @@ def hardware_result(
         first = next(s for s in table.states if s.core_level == k)
         level_w[k] = config.power.state_watts.get(first.name, first.power_watts.value)
         level_state[k] = first.name
-    pkg = table.package
     uncore_w = np.array(
         [pkg.pc0_uncore_watts.value, *(p.uncore_watts.value for p in pkg.states)] if pkg else [0.0]
     )

@@ -173,6 +173,16 @@ class PackageModel(_Model):
 
     states: list[PackageState]
     pc0_uncore_watts: Param
+    snoop_rate_hz: Param = Field(
+        default_factory=lambda: estimate(
+            20.0, "snoops, DMA and remote memory traffic reaching an idle package, per second (a guess)"
+        ),
+        description="How often traffic pulls a package out of its deepest state (per package).",
+    )
+    snoop_exit_ns: Param = Field(
+        default_factory=lambda: estimate(30_000.0, "out of its deepest state to serve it (a guess)"),
+        description="How long each such visit keeps it out, before the state's entry time again.",
+    )
     limited_table: dict[str, TableRewrite] = Field(
         default_factory=dict,
         description="The driver's table update when the deepest package state is not allowed "

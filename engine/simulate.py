@@ -490,6 +490,13 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
     if table.package is not None:
         for p in table.package.states:
             out.append(f"{p.name} entry = {p.entry_ns.value:g} ns ({p.entry_ns.kind}: {p.entry_ns.source})")
+        snoop = table.package.snoop_rate_hz
+        rate = config.package.snoop_rate_hz if config.package.snoop_rate_hz is not None else snoop.value
+        out.append(
+            f"traffic out of the deepest package state: {rate:g} per second per package, "
+            f"{table.package.snoop_exit_ns.value:g} ns each ({snoop.kind}; applied to the residency as an "
+            "expectation)"
+        )
         out.append(
             "core power per core C-state and uncore power per package C-state are estimates: PkgWatt "
             "is indicative only"

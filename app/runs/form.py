@@ -114,6 +114,13 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint=describe("package.limit"),
                 ),
                 FormField(
+                    "package.snoop_rate_hz",
+                    "Traffic out of the deepest package state",
+                    "float?",
+                    "Hz",
+                    hint=describe("package.snoop_rate_hz"),
+                ),
+                FormField(
                     "hardware.c1e_promotion",
                     "C1E promotion (hardware turns C1 into C1E)",
                     "bool",

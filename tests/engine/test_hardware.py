@@ -37,6 +37,9 @@ PERIOD = 12 * MS
 EXIT_TO_IDLE = 100 + 300 + 500 + 1000 + 20 * US
 ENTRY = 600 + 5500
 PC2_ENTRY, PC6_ENTRY = 2000, 15000  # skx's package entry estimates
+# Traffic takes the package out of PC6 20 times a second for 30 us plus PC6's entry again (skx's
+# estimates): an expected share of PC6 time, moved to PC2.
+PC6_KEPT = 1 - 20 * 1e-9 * (30_000 + PC6_ENTRY)
 
 
 def exact_config(threads: int = 1, limit: str = "PC6", **over: Any) -> SimConfig:
@@ -92,8 +95,9 @@ def test_one_core_alone_takes_its_package_down_with_it(limit: str, exit_ns: int)
     assert hw.core["CC6"] * t_end == pytest.approx(cc6, abs=1e-6)
     assert hw.core["CC0"] * t_end == pytest.approx(t_end - cc6, abs=1e-6)
     if limit == "PC6":
-        assert hw.package["PC6"] * t_end == pytest.approx(cc6 - stays * PC6_ENTRY, abs=1e-6)
-        assert hw.package["PC2"] * t_end == pytest.approx(stays * (PC6_ENTRY - PC2_ENTRY), abs=1e-6)
+        pc6 = (cc6 - stays * PC6_ENTRY) * PC6_KEPT
+        assert hw.package["PC6"] * t_end == pytest.approx(pc6, abs=1e-6)
+        assert hw.package["PC2"] * t_end == pytest.approx(cc6 - stays * PC2_ENTRY - pc6, abs=1e-6)
     else:
         assert hw.package["PC2"] * t_end == pytest.approx(cc6 - stays * PC2_ENTRY, abs=1e-6)
         assert hw.package["PC6"] == 0.0
@@ -201,3 +205,13 @@ def test_c1e_promotion_turns_c1_requests_into_c1e(promotion: bool) -> None:
     assert (core["CC1E"] > 0.9, core["CC1"] > 0.9) == (promotion, not promotion)
     assert r.latency["wake"].max_ns == (10 if promotion else 2) * US
     assert r.hardware.c1e_promotion is promotion
+
+
+def test_traffic_takes_time_from_the_deepest_package_state_only() -> None:
+    quiet = simulate(exact_config(package={"limit": "PC6", "snoop_rate_hz": 0}))
+    busy = simulate(exact_config(package={"limit": "PC6", "snoop_rate_hz": 2000}))
+    q, b = quiet.hardware.system, busy.hardware.system
+    assert b.core == q.core  # the cores never notice
+    assert b.package["PC6"] == pytest.approx(q.package["PC6"] * (1 - 2000 * 1e-9 * (30_000 + PC6_ENTRY)))
+    assert b.package["PC2"] + b.package["PC6"] == pytest.approx(q.package["PC2"] + q.package["PC6"])
+    assert busy.hardware.system.pkg_watts > quiet.hardware.system.pkg_watts
