@@ -2,7 +2,9 @@
 
 The config (issue "Simulation engine"): skx, 2 sockets x 28 cores, menu, 250 Hz tick, 1 kHz
 Poisson device interrupts per CPU, no-wait smp_call_function_single at 200 Hz per CPU with
-half to the other socket, 1 simulated second. `compile_s` is the first call with the numba
+half to the other socket, 1 simulated second. The topology does not name the threads per core,
+so it takes skx's two: 112 logical CPUs since SMT threads are modelled (56 before), about twice
+the wake-ups in the same simulated second. `compile_s` is the first call with the numba
 cache cleared (a cold start); the other figures are the best of ten runs after three warm-up
 runs (on a shared machine the best run is the least disturbed one). `prepare_s`, `kernel_s`
 and `result_s` split the same call: drawing the arrival streams, the compiled event loop, and
