@@ -33,35 +33,35 @@ def _json(body: Any, status_code: int = 200) -> Response:
 
 class Upload(BaseModel):
     files: dict[str, bytes]
-    title: str = ""
-    unlisted: bool = False
+    fields: dict[str, str] = {}
+
+    @property
+    def title(self) -> str:
+        return self.fields.get("title", "")
+
+    @property
+    def unlisted(self) -> bool:
+        return self.fields.get("unlisted") in ("1", "on", "true")
 
 
 async def read_upload(request: Request, limit: int, *, filename: str | None = None) -> Upload:
-    """The files of a multipart form (with optional `title` and `unlisted` fields), or the whole
+    """The files of a multipart form (and its text fields: `title`, `unlisted`...), or the whole
     body as one file named by `filename` (a turbostat text, or a wult zip/tar)."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "multipart/form-data":
         body = await request.body()
         if not body:
-            raise InvalidInput.one(
-                ["body"], "empty body: send a wult result or a turbostat output", "missing"
-            )
+            raise InvalidInput.one(["body"], "empty body: send a wult result or turbostat output", "missing")
         return Upload(files={filename or "upload": body})
-    form = await request.form(max_files=MAX_UPLOAD_FILES, max_fields=8, max_part_size=limit)
     files: dict[str, bytes] = {}
     fields: dict[str, str] = {}
-    for key, value in form.multi_items():
-        if isinstance(value, UploadFile):
-            data = await value.read()
-            if data or value.filename:  # an empty file input sends a nameless empty part
-                files[value.filename or key] = data
-        else:
-            fields[key] = value
-    files = {n: d for n, d in files.items() if n}
-    return Upload(
-        files=files, title=fields.get("title", ""), unlisted=fields.get("unlisted") in ("1", "on", "true")
-    )
+    async with request.form(max_files=MAX_UPLOAD_FILES, max_fields=8, max_part_size=limit) as form:
+        for key, value in form.multi_items():
+            if not isinstance(value, UploadFile):
+                fields[key] = value
+            elif value.filename:  # an empty file input sends a nameless empty part
+                files[value.filename] = await value.read()
+    return Upload(files=files, fields=fields)
 
 
 @router.post(

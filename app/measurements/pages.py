@@ -35,12 +35,11 @@ def import_page(request: Request) -> Response:
 async def import_platform_form(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
     """The import page's machine form: the dump as a file (or pasted), an optional name; then its page."""
     upload = await read_upload(request, settings.import_max_body_bytes)
-    form = await request.form()
-    text = str(form.get("text") or "").encode()
+    text = upload.fields.get("text", "").encode()
     data = next((d for d in upload.files.values() if d.strip()), None) or text
     if not data.strip():
         raise InvalidInput.one(["body", "dump"], "choose the dump file, or paste its text", "missing")
-    name = str(form.get("name") or "").strip() or None
+    name = upload.fields.get("name", "").strip() or None
 
     def store() -> str:
         table, _ = importing.import_dump(session, data, name=name, title=upload.title)
