@@ -12,8 +12,11 @@ PERCENTILE_KEYS = (
     ("p50_ns", "p50"), ("p90_ns", "p90"), ("p99_ns", "p99"), ("p999_ns", "p99.9"), ("max_ns", "max"),
 )  # fmt: skip
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+# On a comparison: simulated runs in blue shades (told apart by dash), measurements in orange.
+SIMULATED_COLOUR = "#1f77b4"
+MEASURED_COLOUR = "#e6550d"
 
-# One series: (legend label, LatencyStats as a dict, colour key, line dash index).
+# One series: (legend label, LatencyStats as a dict, CSS colour, line dash index).
 Series = tuple[str, Mapping[str, Any], str, int]
 
 
@@ -55,6 +58,8 @@ def tail_figure(series: Sequence[Series], title: str) -> dict[str, Any]:
         if not stats or not stats.get("count"):
             continue
         xs, ys = tail_points(stats)
+        if not xs:  # a single sample has no tail to draw
+            continue
         data.append(
             {
                 "type": "scatter",
@@ -62,7 +67,7 @@ def tail_figure(series: Sequence[Series], title: str) -> dict[str, Any]:
                 "name": label,
                 "x": xs,
                 "y": ys,
-                "line": {"color": charts.state_color(colour), "dash": _dash(dash), "shape": "hv"},
+                "line": {"color": colour, "dash": _dash(dash), "shape": "hv"},
                 "marker": {"size": 4},
             }
         )
@@ -89,7 +94,7 @@ def percentile_figure(series: Sequence[Series], title: str) -> dict[str, Any]:
                 "name": label,
                 "x": [name for _, name in PERCENTILE_KEYS],
                 "y": [stats[key] / 1000.0 for key, _ in PERCENTILE_KEYS],
-                "line": {"color": charts.state_color(colour), "dash": _dash(dash)},
+                "line": {"color": colour, "dash": _dash(dash)},
             }
         )
     return {
@@ -109,7 +114,7 @@ def measurement_figures(view: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for metric in ("WakeLatency", "IntrLatency"):
             series: list[Series] = [
-                (r["req_cstate"], r["stats"][metric], r["req_cstate"], 0)
+                (r["req_cstate"], r["stats"][metric], charts.state_color(r["req_cstate"]), 0)
                 for r in view["requested"]
                 if r["stats"].get(metric)
             ]

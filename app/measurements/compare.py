@@ -19,7 +19,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.measurements import store
-from app.measurements.charts import Series, percentile_figure, tail_figure
+from app.measurements.charts import (
+    MEASURED_COLOUR,
+    SIMULATED_COLOUR,
+    Series,
+    percentile_figure,
+    tail_figure,
+)
 from app.measurements.turbostat import KEY_COLUMNS
 from app.measurements.views import MeasurementView, load_measurement_view
 from app.schemas import ComparedMeasurement, Comparison, MeasuredMetric
@@ -159,11 +165,11 @@ def overlay_charts(
         for i, (label, result) in enumerate(runs):
             stats = (result or {}).get("latency", {}).get(source) if result else None
             if stats:
-                series.append((f"{label} (simulated)", stats, "C6", i + 1))
+                series.append((f"{label} (simulated)", stats, SIMULATED_COLOUR, i + 1))
         for j, m in enumerate(wult):
             stats = m.view["overall"].get(metric)
             if stats:
-                series.append((f"M{j + 1}: {m.title[:30]} (measured)", stats, "C1", 0))
+                series.append((f"M{j + 1}: {m.title[:30]} (measured)", stats, MEASURED_COLOUR, j))
         if len(series) >= 2:
             out[f"measured_{source}_tail"] = tail_figure(series, f"{metric}: measured and simulated, tail")
             out[f"measured_{source}_percentiles"] = percentile_figure(series, f"{metric} percentiles")
