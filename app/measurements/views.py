@@ -22,7 +22,7 @@ from app.errors import InvalidInput, NotFound
 from app.measurements import store
 from app.measurements.turbostat import KEY_COLUMNS, TurbostatError, TurbostatResult, parse_turbostat
 from app.measurements.wult import DATAPOINTS, INFO, WultError, WultMeasurement
-from app.measurements.wult_files import parse_wult_files
+from app.measurements.wult_files import basename, parse_wult_files
 from engine.summary import latency_stats
 
 # The paths that take a measurement as their body (their own body limit, as the dump imports).
@@ -49,10 +49,6 @@ def measurement_error(err: WultError | TurbostatError) -> InvalidInput:
     return InvalidInput.one(loc, str(err), "measurement_invalid")
 
 
-def _basename(name: str) -> str:
-    return name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-
-
 def _is_archive(data: bytes) -> bool:
     return data.startswith(_ARCHIVE_MAGIC) or data[257:262] == b"ustar"
 
@@ -65,7 +61,7 @@ def parse_upload(files: Mapping[str, bytes]) -> WultMeasurement | TurbostatResul
         raise InvalidInput.one(
             ["body"], f"{len(files)} files: send one archive or turbostat output, or wult's two files"
         )
-    names = {_basename(n) for n in files}
+    names = {basename(n) for n in files}
     ((first_name, first),) = list(files.items())[:1]
     try:
         if names & {DATAPOINTS, INFO} or (len(files) == 1 and _is_archive(first)):
@@ -86,7 +82,7 @@ def pack_files(files: Mapping[str, bytes]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
         for name, data in files.items():
-            zf.writestr(_basename(name) or "upload", data)
+            zf.writestr(basename(name) or "upload", data)
     return out.getvalue()
 
 
@@ -174,7 +170,7 @@ def default_title(parsed: WultMeasurement | TurbostatResult, files: Mapping[str,
         req = ", ".join(parsed.req_names)
         report = f" {parsed.info.reportid}" if parsed.info.reportid else ""
         return f"wult{report} ({req}; delivery {parsed.info.delivery})"
-    return f"turbostat {_basename(next(iter(files)))}"
+    return f"turbostat {basename(next(iter(files)))}"
 
 
 # --- create, read ------------------------------------------------------------------------------

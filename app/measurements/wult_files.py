@@ -34,9 +34,9 @@ def parse_wult_files(files: Mapping[str, bytes]) -> WultMeasurement:
     """Uploaded files by name: one zip/tar of the result directory, or datapoints.csv and info.yml."""
     if len(files) == 1:
         ((name, data),) = files.items()
-        if _basename(name) not in (DATAPOINTS, INFO):
+        if basename(name) not in (DATAPOINTS, INFO):
             return parse_wult_archive(data, name)
-    by_base = {_basename(n): (n, d) for n, d in files.items()}
+    by_base = {basename(n): (n, d) for n, d in files.items()}
     csv = by_base.get(DATAPOINTS)
     info = by_base.get(INFO)
     return parse_wult(
@@ -50,7 +50,7 @@ def parse_wult_files(files: Mapping[str, bytes]) -> WultMeasurement:
 def parse_wult_archive(data: bytes, name: str = "archive") -> WultMeasurement:
     """A zip or tar (plain, gz, bz2, xz) holding one wult result directory."""
     members = _archive_members(data, name)
-    csvs = sorted(p for p in members if _basename(p) == DATAPOINTS)
+    csvs = sorted(p for p in members if basename(p) == DATAPOINTS)
     if not csvs:
         raise WultError(name, None, None, "no datapoints.csv in the archive")
     if len(csvs) > 1:
@@ -64,7 +64,8 @@ def parse_wult_archive(data: bytes, name: str = "archive") -> WultMeasurement:
     return parse_wult(csv_bytes, info_bytes, csv_name=f"{name}:{csv_path}", info_name=f"{name}:{info_path}")
 
 
-def _basename(path: str) -> str:
+def basename(path: str) -> str:
+    """The file name of an upload or archive member, whichever separator its path uses."""
     return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 

@@ -196,3 +196,25 @@ def test_with_10_to_the_5_samples_the_hardware_worst_case_is_measured_too(app_cl
     assert c6["hw_exit_latency_us"]["kind"] == "measured"
     assert c6["hw_exit_latency_us"]["value"] == pytest.approx(84.2, rel=0.08)
     assert c6["exit_latency_us"] == 133
+
+
+def test_a_turbostat_measurement_simulates_on_the_table_its_preamble_names(app_client: Any) -> None:
+    mid = post(app_client, content=TURBOSTAT.encode(), headers={"content-type": "text/plain"}).json()["id"]
+    answer = app_client.post(f"/api/measurements/{mid}/simulate").json()
+    # The preamble lists POLL, C1, C1E and C6: skx has them all (and is tried first).
+    assert answer["config"]["platform"] == "skx"
+    refused = app_client.post(f"/api/measurements/{mid}/calibrate")
+    assert refused.status_code == 422 and "only a wult measurement" in refused.json()["detail"][0]["msg"]
+
+
+def test_the_calibrate_button_posts_then_shows_the_new_platform(app_client: Any) -> None:
+    samples = csv(*lognormal_rows(500, 30.0, 0.1))
+    files = [("f", ("datapoints.csv", samples)), ("f", ("info.yml", INFO.encode()))]
+    mid = post(app_client, files=files).json()["id"]
+    r = app_client.post(f"/measurements/{mid}/calibrate", data={"platform": "icx"}, follow_redirects=False)
+    assert r.status_code == 303
+    name = r.headers["location"].rsplit("/", 1)[1]
+    assert name.startswith("icx-cal-")
+    table = app_client.get(f"/api/platforms/{name}").json()["table"]
+    c6 = next(s for s in table["states"] if s["name"] == "C6")
+    assert c6["exit_latency_us"] == 170 and c6["exit_latency_median_us"]["kind"] == "measured"
