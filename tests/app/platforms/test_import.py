@@ -117,12 +117,15 @@ GLOBAL = "/sys/devices/system/cpu/cpuidle/"
 
 NO_NAME = "".join(f"{ln}\n" for ln in _lines(skx96()) if not ln.startswith(CPU0 + "state1/name") and ln)
 CONTRADICTION = skx96().replace(CPU1 + "state3/latency:133", CPU1 + "state3/latency:99")
+STATES_33 = [SKX[0], *((f"C{i}", f"MWAIT 0x{i:02x}", i, 2 * i, 0) for i in range(1, 33))]
+THIRTY_THREE = grep_text(machine_files(STATES_33, 2), HEADER)
 BAD_DUMPS = [
     ("random bytes", b"\x00\x01\x02garbage", 1, "binary data"),
     ("a truncated line", skx96().replace("/proc/uptime:", "/proc/up", 1).encode(), 8, "no ':' after a path"),
     ("a state with no name", NO_NAME.encode(), line_of(NO_NAME, CPU0 + "state1/"), "state1 has no name"),
     ("contradictory values", CONTRADICTION.encode(), line_of(CONTRADICTION, CPU1 + "state3/latency"), "133"),
     ("too many CPUs", grep_text(machine_files(SKX, 513), HEADER).encode(), None, "at most 512"),
+    ("too many states", THIRTY_THREE.encode(), line_of(THIRTY_THREE, CPU0 + "state32/"), "at most 32"),
     ("100k lines, no state", ((GLOBAL + "current_driver:x\n") * 100_000).encode(), None, "no cpuidle state"),
 ]
 
