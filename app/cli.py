@@ -1,4 +1,4 @@
-"""The `idlelab` command: serve, run, platforms, db upgrade.
+"""The `idlelab` command: serve, run, platforms (and `platforms import`), collect, import, db upgrade.
 
 Errors are one line on stderr and a non-zero exit, never a traceback. Heavy imports (FastAPI,
 uvicorn, SQLAlchemy, the engine) happen inside the commands: job workers are spawned processes that
@@ -317,6 +317,85 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Write this machine's sysfs dump (reads only sysfs and /proc; no root needed)."""
+    from app.platforms.collect import collect
+
+    text = collect(args.root)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.output).write_text(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    lines = text.count("\n")
+    print(f"wrote {args.output} ({lines:,} lines); import it with: idlelab platforms import {args.output}")
+    return 0
+
+
+def _read_input(path: str) -> bytes:
+    try:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _invalid(exc: Any, what: str) -> CliError:
+    return CliError(f"{what}: " + "; ".join(str(e["msg"]) for e in exc.detail))
+
+
+def cmd_platforms_import(args: argparse.Namespace) -> int:
+    """Store a sysfs dump as a custom platform in the configured database."""
+    from app.db import session_scope
+    from app.errors import AppError, InvalidInput
+    from app.platforms.importing import import_dump
+
+    data = _read_input(args.file)
+    with _database() as factory:
+        try:
+            with session_scope(factory) as session:
+                table, view = import_dump(session, data, name=args.name, title=args.title or "")
+        except InvalidInput as exc:
+            raise _invalid(exc, args.file) from None
+        except AppError as exc:
+            raise CliError(f"{args.file}: {exc.detail}") from None
+        base = _settings().base_url()
+    topo = view.topology
+    print(f"imported {table.name}: {view.recognised.message}")
+    print(
+        f"topology: {topo.sockets} socket(s), {topo.cores} cores, {topo.threads_per_core} thread(s) per core"
+        + (" (inferred)" if topo.inferred else "")
+    )
+    shares = ", ".join(
+        f"{s.name} {s.share:.1%}" for s in view.counters.states if s.share is not None
+    )
+    print(f"counters ({view.counters.basis}): {shares or 'none'}")
+    print(f"page: {base}/platforms/{table.name}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Store a measurement (a wult result, or turbostat output) in the configured database."""
+    from app.db import session_scope
+    from app.errors import InvalidInput
+    from app.measurements.views import create_measurement
+
+    files = {Path(f).name if f != "-" else "stdin": _read_input(f) for f in args.files}
+    with _database() as factory:
+        try:
+            with session_scope(factory) as session:
+                view, token = create_measurement(
+                    session, files, title=args.title or "", unlisted=args.unlisted
+                )
+        except InvalidInput as exc:
+            raise _invalid(exc, "not imported") from None
+        base = _settings().base_url()
+    print(f"imported {view.kind} measurement {view.id}: {view.title}")
+    print(f"saved: {base}{view.url}  (delete token: {token})")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """The validation table: the missing runs are made first, through the job runner (as
     `POST /api/validation/run` does), then each published figure is printed beside its run's."""
@@ -403,6 +482,25 @@ def build_parser() -> argparse.ArgumentParser:
     plats.add_argument("--json", action="store_true", help="the full tables as JSON")
     plats.add_argument("--custom", action="store_true", help="include custom tables from the database")
     plats.set_defaults(func=cmd_platforms)
+    plats_sub = plats.add_subparsers(dest="platforms_command", parser_class=_Parser)
+    pimport = plats_sub.add_parser(
+        "import", help="store a machine's sysfs dump (idlelab collect's file) as a custom platform"
+    )
+    pimport.add_argument("file", help="the dump ('-' for stdin)")
+    pimport.add_argument("--name", help="the platform's id (default: from the CPU model name)")
+    pimport.add_argument("--title")
+    pimport.set_defaults(func=cmd_platforms_import)
+
+    coll = sub.add_parser("collect", help="write this machine's cpuidle and topology dump (no root needed)")
+    coll.add_argument("-o", "--output", help="the file to write (default: standard output)")
+    coll.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
+    coll.set_defaults(func=cmd_collect)
+
+    imp = sub.add_parser("import", help="store a wult result or turbostat output as a measurement")
+    imp.add_argument("files", nargs="+", help="datapoints.csv and info.yml, a zip/tar, or turbostat output")
+    imp.add_argument("--title")
+    imp.add_argument("--unlisted", action="store_true", help="only its link finds it")
+    imp.set_defaults(func=cmd_import)
 
     validate = sub.add_parser("validate", help="each published figure beside the simulated one")
     validate.add_argument("--json", action="store_true", help="print the GET /api/validation body")

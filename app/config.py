@@ -32,6 +32,11 @@ class Settings(BaseSettings):
         description="Simulation worker processes (0: runs stay queued; useful for tests).",
     )
     max_body_bytes: int = Field(default=256 * 1024, ge=1024, description="Largest request body (413 above).")
+    import_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="Largest body of a machine-dump or measurement import (a 512-CPU dump is ~1.5 MB).",
+    )
     wait_timeout_s: float = Field(default=60.0, ge=0, le=3600, description="Longest `?wait=true` wait.")
     progress_step: float = Field(
         default=0.02, gt=0, le=1, description="Workers report progress every this fraction of a run."

@@ -21,8 +21,12 @@ from app import errors, web
 from app.config import Settings, get_settings
 from app.db import make_db_engine, make_sessionmaker, upgrade_db
 from app.jobs import JobRunner
+from app.measurements import api as measurements_api
+from app.measurements import pages as measurements_pages
+from app.measurements.views import IMPORT_PATHS as MEASUREMENT_PATHS
 from app.platforms import api as platforms_api
 from app.platforms import pages as platforms_pages
+from app.platforms.importing import IMPORT_PATHS as DUMP_PATHS
 from app.runs import api as runs_api
 from app.runs import pages as runs_pages
 from app.runs.artifacts import Artifacts
@@ -35,7 +39,9 @@ ROUTERS = (
     runs_api.router,
     platforms_api.router,
     scenarios_api.router,
+    measurements_api.router,
     runs_pages.router,
+    measurements_pages.router,
     platforms_pages.router,
     scenarios_pages.router,
 )
@@ -108,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         loopback_only=settings.host in web.LOOPBACK_HOSTS,
         routers=ROUTERS,
+        body_limits={path: settings.import_max_body_bytes for path in (*DUMP_PATHS, *MEASUREMENT_PATHS)},
     )
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     return app

@@ -1,4 +1,5 @@
-"""ORM tables: runs (summary columns for fast lists, and their immutable artifacts), custom platforms."""
+"""ORM tables: runs (summary columns for fast lists, and their immutable artifacts), custom platforms,
+measurements imported from real machines."""
 
 from __future__ import annotations
 
@@ -188,6 +189,34 @@ class CustomPlatform(Base):
     states: Mapped[str] = mapped_column(Text)
     table: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    # An imported machine's view (what was recognised, topology, the counter snapshot) as JSON;
+    # None for a table typed in by hand.
+    machine: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+MEASUREMENT_KINDS = ("wult", "turbostat")
+
+
+class Measurement(Base):
+    """A result measured on a real machine (wult or turbostat): its files as uploaded, kept so
+    that everything shown can be rebuilt, and the view built from them once, when imported."""
+
+    __tablename__ = "measurements"
+    __table_args__ = (
+        CheckConstraint("kind IN ('wult', 'turbostat')", name="kind"),
+        Index("ix_measurements_unlisted_created_at", "unlisted", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(24), primary_key=True)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    kind: Mapped[str] = mapped_column(String(16))
+    unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
+    delete_token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # The view pages and the API show (distributions, residency, conditions), as JSON bytes.
+    view: Mapped[bytes] = mapped_column(LargeBinary)
+    # The uploaded files by name, as a zip (deflated): parsed again to calibrate or to rebuild the view.
+    files: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 def _columns(key: str) -> tuple[str, ...]:

@@ -107,6 +107,11 @@ class PlatformRead(BaseModel):
     based_on: str | None
     created_at: datetime | None
     table: Platform
+    machine: dict[str, Any] | None = Field(
+        default=None,
+        description="For a platform imported from a sysfs dump: what was recognised (equal to, variant "
+        "of or closest built-in), the topology (and whether inferred), the measured counter snapshot.",
+    )
 
 
 class PlatformList(BaseModel):
@@ -139,7 +144,31 @@ class ComparedMetric(BaseModel):
     deltas_pct: list[float | None]
 
 
+class ComparedMeasurement(BaseModel):
+    id: str
+    url: str
+    title: str
+    kind: Literal["wult", "turbostat"]
+
+
+class MeasuredMetric(BaseModel):
+    """A figure both runs and measurements have; `deltas_pct[i]` is run i against the measurement."""
+
+    key: str = Field(description="e.g. `latency.wake.p99_ns`, `turbostat.CPU%c6`.")
+    label: str
+    unit: str
+    simulated: list[float | None] = Field(description="Per compared run.")
+    measured: list[float | None] = Field(description="Per compared measurement.")
+    deltas_pct: list[float | None]
+
+
 class Comparison(BaseModel):
     runs: list[ComparedRun]
     complete: bool = Field(description="False while any compared run is not done (its values are null).")
     metrics: list[ComparedMetric]
+    measurements: list[ComparedMeasurement] = Field(
+        default_factory=list, description="Measurements among the ids (wult, turbostat), in their order."
+    )
+    measured: list[MeasuredMetric] = Field(
+        default_factory=list, description="What the runs and the measurements both have, aligned."
+    )

@@ -8,7 +8,7 @@ import gzip
 import hashlib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -246,10 +246,20 @@ class Edge:
     headers on every answer (pages, JSON, static files, errors), and gzip with long-lived caching
     for static files."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, loopback_only: bool, docs_csp: bytes) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        loopback_only: bool,
+        docs_csp: bytes,
+        body_limits: Mapping[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.gzip = GZipMiddleware(app, minimum_size=512)
         self.max_body_bytes = max_body_bytes
+        # Paths with their own limit (the imports of machine dumps and measurements: 8 MiB).
+        self.body_limits = dict(body_limits or {})
         self.loopback_only = loopback_only
         self.docs_csp = docs_csp
 
@@ -291,11 +301,12 @@ class Edge:
 
     async def _bounded_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """Read the whole body (up to the limit) first; 413 above it, declared or streamed."""
-        too_large = errors.error_response(
-            413, f"request body over the limit of {self.max_body_bytes} bytes (IDLELAB_MAX_BODY_BYTES)"
-        )
+        limit = self.body_limits.get(scope["path"])
+        setting = "IDLELAB_IMPORT_MAX_BODY_BYTES" if limit is not None else "IDLELAB_MAX_BODY_BYTES"
+        limit = self.max_body_bytes if limit is None else limit
+        too_large = errors.error_response(413, f"request body over the limit of {limit} bytes ({setting})")
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+        if declared is not None and declared.isdigit() and int(declared) > limit:
             await too_large(scope, receive, send)
             return None
         chunks: list[bytes] = []
@@ -306,7 +317,7 @@ class Edge:
                 return None
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
-            if size > self.max_body_bytes:
+            if size > limit:
                 await too_large(scope, receive, send)
                 return None
             more = message.get("more_body", False)
@@ -323,7 +334,14 @@ class Edge:
         return replay
 
 
-def install(app: FastAPI, *, max_body_bytes: int, loopback_only: bool, routers: Iterable[APIRouter]) -> None:
+def install(
+    app: FastAPI,
+    *,
+    max_body_bytes: int,
+    loopback_only: bool,
+    routers: Iterable[APIRouter],
+    body_limits: Mapping[str, int] | None = None,
+) -> None:
     """Mount the static files and the routers, and add `Edge` last (outermost)."""
     from fastapi.staticfiles import StaticFiles
 
@@ -331,5 +349,9 @@ def install(app: FastAPI, *, max_body_bytes: int, loopback_only: bool, routers: 
         app.include_router(r)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.add_middleware(
-        Edge, max_body_bytes=max_body_bytes, loopback_only=loopback_only, docs_csp=_docs_csp(app)
+        Edge,
+        max_body_bytes=max_body_bytes,
+        loopback_only=loopback_only,
+        docs_csp=_docs_csp(app),
+        body_limits=body_limits,
     )

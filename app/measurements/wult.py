@@ -1,4 +1,4 @@
-"""wult raw results (`datapoints.csv` + `info.yml`, as two files or a zip/tar) as typed measurements.
+"""wult raw results (`datapoints.csv` + `info.yml` bytes) as typed measurements (archives: `wult_files`).
 
 What a row means (wult's wult.yml and _WultDpProcess.py): WakeLatency is the time from the event
 until the CPU runs `after_idle()`, IntrLatency until wult's interrupt handler runs, LDist how far
@@ -15,16 +15,11 @@ raises `WultError(file, line, column, reason)` and nothing is returned.
 from __future__ import annotations
 
 import io
-import lzma
 import math
 import re
-import tarfile
-import zipfile
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
-from typing import IO, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -37,10 +32,6 @@ INFO = "info.yml"
 P9999_SAMPLES = 100_000
 # Ten classes of 10^5 (say five requested states, two reached each).
 MAX_DATAPOINTS = 1_000_000
-# Uncompressed bounds on what an archive may unpack to (the request body itself is capped at
-# 8 MiB by the caller): a CSV row is ~130 bytes, so a million rows fit.
-MAX_CSV_BYTES = 160 * 1024 * 1024
-MAX_INFO_BYTES = 1024 * 1024
 MAX_REQ_STATES = 32  # as many as cpuidle registers (CPUIDLE_STATE_MAX is 10; sysfs dumps allow 32)
 
 # format_version -> ns per unit of the time columns.
@@ -52,12 +43,6 @@ _TIME_COLUMNS = {
 _COUNT_COLUMNS = {"SMICnt", "NMICnt", "SWIRQCnt"}
 _RESIDENCY = re.compile(r"^(CC|MC|PC)(\d{1,3})%$")
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,32}$")
-# What a damaged archive can raise while it is listed or unpacked (zipfile lets zlib's and lzma's
-# errors through, NotImplementedError for unknown methods, RuntimeError for encrypted members).
-_ARCHIVE_ERRORS = (
-    OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError,
-    zlib.error, lzma.LZMAError,
-)  # fmt: skip
 _INFO_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)\s*:(?:\s+(.*?))?\s*$")
 
 
@@ -250,86 +235,6 @@ def parse_wult(datapoints_csv: bytes | None, info_yml: bytes | None, *, csv_name
         raise WultError(csv_name, None, None, "missing datapoints.csv")
     info = _parse_info(info_yml, info_name)
     return _parse_datapoints(datapoints_csv, csv_name, info)
-
-
-def parse_wult_files(files: Mapping[str, bytes]) -> WultMeasurement:
-    """Uploaded files by name: one zip/tar of the result directory, or datapoints.csv and info.yml."""
-    if len(files) == 1:
-        ((name, data),) = files.items()
-        if _basename(name) not in (DATAPOINTS, INFO):
-            return parse_wult_archive(data, name)
-    by_base = {_basename(n): (n, d) for n, d in files.items()}
-    csv = by_base.get(DATAPOINTS)
-    info = by_base.get(INFO)
-    return parse_wult(
-        csv[1] if csv else None,
-        info[1] if info else None,
-        csv_name=csv[0] if csv else DATAPOINTS,
-        info_name=info[0] if info else INFO,
-    )
-
-
-def parse_wult_archive(data: bytes, name: str = "archive") -> WultMeasurement:
-    """A zip or tar (plain, gz, bz2, xz) holding one wult result directory."""
-    members = _archive_members(data, name)
-    csvs = sorted(p for p in members if _basename(p) == DATAPOINTS)
-    if not csvs:
-        raise WultError(name, None, None, "no datapoints.csv in the archive")
-    if len(csvs) > 1:
-        raise WultError(name, None, None, f"several wult results in one archive: {', '.join(csvs[:3])}")
-    csv_path = csvs[0]
-    info_path = csv_path[: -len(DATAPOINTS)] + INFO
-    csv_bytes = _read_member(name, csv_path, members[csv_path], MAX_CSV_BYTES)
-    info_bytes = (
-        _read_member(name, info_path, members[info_path], MAX_INFO_BYTES) if info_path in members else None
-    )
-    return parse_wult(csv_bytes, info_bytes, csv_name=f"{name}:{csv_path}", info_name=f"{name}:{info_path}")
-
-
-def _basename(path: str) -> str:
-    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-
-
-Opener = Callable[[], IO[bytes]]
-
-
-def _archive_members(data: bytes, name: str) -> dict[str, tuple[int, Opener]]:
-    """Regular files of a zip or tar: their stated size and how to open them."""
-    if data[:4] == b"PK\x03\x04":
-        try:
-            zf = zipfile.ZipFile(io.BytesIO(data))
-            infos = [i for i in zf.infolist() if not i.is_dir()]
-        except _ARCHIVE_ERRORS as err:
-            raise WultError(name, None, None, f"a broken zip archive ({err})") from None
-        return {i.filename: (i.file_size, partial(zf.open, i)) for i in infos}
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
-        members = [m for m in tf.getmembers() if m.isfile()]
-    except _ARCHIVE_ERRORS as err:
-        raise WultError(name, None, None, f"not a zip or tar archive ({err})") from None
-
-    def opener(m: tarfile.TarInfo) -> IO[bytes]:
-        f = tf.extractfile(m)
-        assert f is not None  # regular files only
-        return f
-
-    return {m.name: (m.size, partial(opener, m)) for m in members}
-
-
-def _read_member(archive: str, member: str, entry: tuple[int, Opener], limit: int) -> bytes:
-    """One member's bytes, refusing more than `limit` (a stated size can lie)."""
-    where = f"{archive}:{member}"
-    size, open_ = entry
-    if size > limit:
-        raise WultError(where, None, None, f"{size:,} bytes unpacked, more than the {limit:,} allowed")
-    try:
-        with open_() as f:
-            out = f.read(limit + 1)
-    except _ARCHIVE_ERRORS as err:
-        raise WultError(where, None, None, f"cannot unpack ({err})") from None
-    if len(out) > limit:
-        raise WultError(where, None, None, f"more than the {limit:,} bytes allowed once unpacked")
-    return out
 
 
 def _text(data: bytes, name: str) -> str:

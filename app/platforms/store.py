@@ -17,10 +17,23 @@ def list_platforms(session: Session) -> list[CustomPlatform]:
 
 
 def create_platform(
-    session: Session, *, name: str, title: str, based_on: str, states: str, table: str
+    session: Session,
+    *,
+    name: str,
+    title: str,
+    based_on: str,
+    states: str,
+    table: str,
+    machine: str | None = None,
 ) -> CustomPlatform:
     row = CustomPlatform(
-        name=name, title=title, based_on=based_on, states=states, table=table, created_at=utcnow()
+        name=name,
+        title=title,
+        based_on=based_on,
+        states=states,
+        table=table,
+        machine=machine,
+        created_at=utcnow(),
     )
     session.add(row)
     session.flush()

@@ -46,6 +46,7 @@ def _custom_read(row: Any) -> PlatformRead:
         based_on=row.based_on,
         created_at=row.created_at,
         table=table,
+        machine=orjson.loads(row.machine) if row.machine else None,
     )
 
 

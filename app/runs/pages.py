@@ -15,6 +15,7 @@ from fastapi.responses import Response, StreamingResponse
 from app import charts, web
 from app.deps import ArtifactsDep, DbDep, SessionDep
 from app.errors import NotFound
+from app.measurements.compare import page_context as measured_context
 from app.models import RUN_STATUSES, SORTABLE_COLUMNS, Run
 from app.platforms.views import platforms_view
 from app.runs import form, views
@@ -210,7 +211,8 @@ def compare_page(request: Request, session: SessionDep, ids: list[str] = Query(d
     runs = view.comparison.model_dump(mode="json")["runs"]
     labels = [_run_label(r, i) for i, r in enumerate(runs)]
     # Charts name runs by letter only ("C6 · B"): full titles would crowd the legends.
-    pairs = [(label.split(":")[0], r) for label, r in zip(labels, view.results, strict=True) if r is not None]
+    letters = [label.split(":")[0] for label in labels]
+    pairs = [(letter, r) for letter, r in zip(letters, view.results, strict=True) if r is not None]
     return web.page(
         request,
         "compare.html",
@@ -221,6 +223,7 @@ def compare_page(request: Request, session: SessionDep, ids: list[str] = Query(d
             "rows": annotate_metrics(view.comparison.model_dump(mode="json")["metrics"]),
             "charts": charts.compare_charts(pairs) if len(pairs) >= 2 else {},
             "ids": [r["id"] for r in runs],
+            **measured_context(session, view.comparison, list(zip(letters, view.results, strict=True))),
         },
     )
 

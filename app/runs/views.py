@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app import charts
 from app.errors import InvalidInput, NotFound
+from app.measurements.compare import measurement_ids, with_measurements
 from app.models import LIST_COLUMNS, SORTABLE_COLUMNS
 from app.platforms import store as platform_store
 from app.platforms.views import MIN_TSC_MHZ, table_errors
@@ -243,6 +244,10 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
     missing id; runs not yet done are included with null values and `complete` false."""
     run_ids = parse_ids(ids)
     rows = store.get_rows(session, run_ids)
+    measured = measurement_ids(session, [rid for rid in run_ids if rid not in rows])
+    run_ids = [rid for rid in run_ids if rid not in measured]
+    if measured and not run_ids:
+        raise InvalidInput.one(["query", "ids"], "give at least one run id beside the measurements")
     for rid in run_ids:
         if rid not in rows:
             raise NotFound(f"run {rid!r} not found")
@@ -271,4 +276,16 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
         for view in views
     ]
     comparison = Comparison(runs=runs, complete=all(r is not None for r in results), metrics=metrics)
+    if measured:
+        comparison = with_measurements(session, comparison, measured, results)
     return CompareView(comparison, results)
+
+
+def submit(
+    session: Session, runner: Any, data: dict[str, Any], *, title: str = "", unlisted: bool = False
+) -> Any:
+    """Validate a config (`InvalidInput` names the field) and submit it to the job runner: the
+    read ends first, so that the runner's own transaction sees what this session saw."""
+    config = resolve_config(session, data)
+    session.commit()
+    return runner.submit(config, title=title, unlisted=unlisted)

@@ -16,13 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.measurements.wult import (
-    P9999_SAMPLES,
-    WultError,
-    parse_wult,
-    parse_wult_archive,
-    parse_wult_files,
-)
+from app.measurements.wult import P9999_SAMPLES, WultError, parse_wult
+from app.measurements.wult_files import parse_wult_archive, parse_wult_files
 from engine.calibrate import estimate_h_plus_e
 from engine.summary import HIST_EDGES
 

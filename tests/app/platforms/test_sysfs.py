@@ -8,15 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.platforms.sysfs import (
-    MAX_CPUS,
-    DumpError,
-    SysfsDump,
-    build_platform,
-    counter_summary,
-    match_builtin,
-    parse_dump,
-)
+from app.platforms.machine import build_platform, counter_summary, match_builtin
+from app.platforms.sysfs import MAX_CPUS, DumpError, SysfsDump, parse_dump
 from tests.app.platforms.machines import (
     CLIENT,
     HEADER,

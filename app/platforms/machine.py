@@ -1,0 +1,377 @@
+"""What an imported machine is: its table matched against the built-in ones, an engine `Platform`
+built from it (costs and power borrowed, labelled so), and its counters as residency shares.
+
+`app.platforms.sysfs` reads the dump; this module decides what it means. They change apart: a
+new sysfs field touches the reader, a new known variant or a new share touches this.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.platforms.sysfs import DumpError, SysfsDump
+from engine.platforms import (
+    BUILTIN_PLATFORMS,
+    CostModel,
+    CState,
+    Param,
+    Platform,
+    PlatformTopology,
+    custom_platform,
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------------------------------- matching
+
+
+class Variant(_Model):
+    """A known rewrite of a built-in table: the same rows except the (latency, residency) listed."""
+
+    base: str
+    changes: dict[str, tuple[int, int]]
+    label: str
+
+
+KNOWN_VARIANTS: tuple[Variant, ...] = (
+    # skx_idle_state_table_update(): with the package C-state limit at PC0 or PC2 (PC6 disallowed
+    # in BIOS), intel_idle gives C6 the core-C6 figures (commit 64233338); SKX, CLX and CPX share it.
+    Variant(
+        base="skx",
+        changes={"C6": (92, 276)},
+        label="skx with package C6 disabled in BIOS (package limit PC0 or PC2)",
+    ),
+    # The icx table as first merged (v5.9); d484b8bfc6fa (5.13) moved C6 to 170/600 from wult data.
+    Variant(
+        base="icx",
+        changes={"C6": (128, 384)},
+        label="icx as in kernels 5.9-5.12 (C6 128/384, before d484b8bfc6fa)",
+    ),
+)
+
+# Table distance: per pair of same-named states, |ln| of the latency and residency ratios (+1 us so
+# that 0 and 1 us compare); a state on one side only costs as much as a factor e^2 off on both.
+_UNMATCHED_COST = 2.0
+
+
+class TableMatch(_Model):
+    """How a dump's table relates to the built-in ones."""
+
+    builtin: str  # the closest built-in platform (the one costs and power are borrowed from)
+    relation: Literal["equal", "variant", "closest"]
+    variant: str | None = None
+    distance: float
+    message: str
+
+
+def _norm(name: str) -> str:
+    # Old intel_idle names carried the platform ("C1-SKX"); turbostat cuts them at '-' too.
+    return name.split("-", 1)[0].upper()
+
+
+def _rows(dump: SysfsDump) -> list[tuple[str, int | None, int | None, str | None]]:
+    return [(s.name, s.latency_us, s.residency_us, s.mwait_hint) for s in dump.states]
+
+
+def _builtin_rows(p: Platform) -> list[tuple[str, float, float, str | None]]:
+    return [(s.name, s.exit_latency_us, s.target_residency_us, s.mwait_hint) for s in p.states]
+
+
+def _same(
+    dump_rows: list[tuple[str, int | None, int | None, str | None]],
+    rows: list[tuple[str, float, float, str | None]],
+) -> bool:
+    if len(dump_rows) != len(rows):
+        return False
+    for (name, lat, res, hint), (bname, blat, bres, bhint) in zip(dump_rows, rows, strict=True):
+        if name != bname or lat != blat or res != bres:
+            return False
+        if hint is not None and bhint is not None and hint != bhint:
+            return False
+    return True
+
+
+def table_distance(dump: SysfsDump, platform: Platform) -> float:
+    """0 for the same rows; larger the further apart (see `_UNMATCHED_COST`)."""
+    ours = {_norm(s.name): s for s in dump.states if s.index > 0 or s.name != "POLL"}
+    theirs = {_norm(s.name): s for s in platform.states if not s.is_poll}
+    d = 0.0
+    for key in ours.keys() | theirs.keys():
+        a, b = ours.get(key), theirs.get(key)
+        if a is None or b is None or a.latency_us is None or a.residency_us is None:
+            d += _UNMATCHED_COST
+            continue
+        d += abs(math.log((a.latency_us + 1) / (b.exit_latency_us + 1)))
+        d += abs(math.log((a.residency_us + 1) / (b.target_residency_us + 1)))
+    return d
+
+
+def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = None) -> TableMatch:
+    """Say whether the dump's table equals a built-in one, a known variant of one, or which is closest."""
+    platforms = dict(BUILTIN_PLATFORMS if builtins is None else builtins)
+    rows = _rows(dump)
+    for name in sorted(platforms):
+        if _same(rows, _builtin_rows(platforms[name])):
+            return TableMatch(
+                builtin=name,
+                relation="equal",
+                distance=0.0,
+                message=f"the table equals the built-in {name!r} table ({platforms[name].title})",
+            )
+    for v in KNOWN_VARIANTS:
+        if v.base not in platforms:
+            continue
+        base_rows = [
+            (n, float(v.changes[n][0]), float(v.changes[n][1]), h) if n in v.changes else (n, lat, res, h)
+            for n, lat, res, h in _builtin_rows(platforms[v.base])
+        ]
+        if _same(rows, base_rows):
+            return TableMatch(
+                builtin=v.base,
+                relation="variant",
+                variant=v.label,
+                distance=0.0,
+                message=f"the table is {v.label}",
+            )
+    scored = sorted((table_distance(dump, platforms[n]), n) for n in platforms)
+    dist, best = scored[0]
+    tied = [n for d, n in scored if math.isclose(d, dist)]
+    message = (
+        f"no built-in table matches; the closest is {best!r} ({platforms[best].title}), distance {dist:.2f}"
+    )
+    if len(tied) > 1:
+        message += f" (tied with {', '.join(repr(n) for n in tied[1:])}; the first by name is taken)"
+    return TableMatch(builtin=best, relation="closest", distance=round(dist, 6), message=message)
+
+
+# -------------------------------------------------------------------------------------- platforms
+
+
+def _borrowed(p: Param, base: str, what: str) -> Param:
+    """A value taken from a built-in platform: an estimate for this machine, its origin kept in the text."""
+    origin = f"{p.kind}: {p.source}" if p.source else p.kind
+    return Param(value=p.value, kind="estimate", source=f"borrowed from built-in {base!r} {what} ({origin})")
+
+
+def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, title: str = "") -> Platform:
+    """An engine `Platform` with the dump's table and topology; costs, power and per-state terms are
+    borrowed from the closest built-in platform (or `based_on`), labelled so.
+
+    State flags are not in sysfs: they come from the base's state of the same name (listed in the
+    notes); a state the driver leaves disabled by default gets CPUIDLE_FLAG_OFF.
+    """
+    if not 1 <= len(name) <= 64:
+        raise ValueError(f"name: 1 to 64 characters, got {len(name)}")
+    match = match_builtin(dump)
+    base_name = based_on or match.builtin
+    if base_name not in BUILTIN_PLATFORMS:
+        raise KeyError(f"unknown platform {base_name!r}; built-in: {', '.join(sorted(BUILTIN_PLATFORMS))}")
+    base = BUILTIN_PLATFORMS[base_name]
+    base_states = {_norm(s.name): s for s in base.states}
+    states: list[CState] = []
+    lines: list[int] = []
+    borrowed_flags: list[str] = []
+    renamed: list[str] = []  # sysfs names may hold blanks (haltpoll's "haltpoll idle"); engine names may not
+    for s in dump.states:
+        if s.latency_us is None or s.residency_us is None:
+            missing = "latency" if s.latency_us is None else "residency"
+            raise DumpError(s.line, f"state{s.index} ({s.name}) has no {missing} record")
+        twin = base_states.get(_norm(s.name))
+        flags = list(twin.flags) if twin is not None else []
+        if s.index == 0 and s.name == "POLL":
+            flags = ["CPUIDLE_FLAG_POLLING"]
+        elif flags:
+            borrowed_flags.append(f"{s.name}: {', '.join(flags)}")
+        if s.default_status == "disabled" and "CPUIDLE_FLAG_OFF" not in flags:
+            flags.append("CPUIDLE_FLAG_OFF")
+        engine_name = re.sub(r"[^A-Za-z0-9_\-]", "_", s.name)[:16]
+        if engine_name != s.name:
+            renamed.append(f"{s.name!r} -> {engine_name!r}")
+        fields: dict[str, object] = {
+            "name": engine_name,
+            "desc": s.desc or "",
+            "mwait_hint": s.mwait_hint,
+            "flags": flags,
+            "exit_latency_us": s.latency_us,
+            "target_residency_us": s.residency_us,
+        }
+        if twin is not None:
+            what = f"{twin.name}"
+            fields["entry_cost_ns"] = _borrowed(twin.entry_cost_ns, base_name, f"{what} entry cost")
+            fields["power_watts"] = _borrowed(twin.power_watts, base_name, f"{what} power")
+            # A median only carries over when the worst case it belongs to is the same.
+            if twin.exit_latency_median_us is not None and twin.exit_latency_us == s.latency_us:
+                fields["exit_latency_median_us"] = _borrowed(
+                    twin.exit_latency_median_us, base_name, f"{what} median exit latency"
+                )
+        try:
+            states.append(CState.model_validate(fields))
+        except ValidationError as err:
+            raise DumpError(s.line, f"state{s.index} ({s.name}): {_first_error(err)}") from None
+        lines.append(s.line)
+    try:
+        platform = custom_platform(name, states, base, title)
+    except (ValidationError, ValueError) as err:
+        msg = _first_error(err) if isinstance(err, ValidationError) else str(err)
+        m = re.search(r"states\.(\d+)", msg)
+        shift = 0 if states and states[0].name == "POLL" else 1  # custom_platform added POLL in front
+        line = lines[int(m.group(1)) - shift] if m and 0 <= int(m.group(1)) - shift < len(lines) else None
+        raise DumpError(line, msg) from None
+    topo = dump.topology
+    if 1 <= topo.sockets <= 8 and 1 <= topo.cores_per_socket <= 256:
+        topology = PlatformTopology(
+            sockets=topo.sockets,
+            cores_per_socket=topo.cores_per_socket,
+            part=dump.model_name or "",
+        )
+        topo_note = f"Topology from the dump: {topo.note}."
+    else:
+        topology = base.topology
+        topo_note = (
+            f"Topology borrowed from {base_name!r}: the dump's ({topo.sockets} sockets) is out of range."
+        )
+    costs = CostModel.model_validate(
+        {k: _borrowed(getattr(base.costs, k), base_name, k) for k in CostModel.model_fields}
+    )
+    notes = [
+        match.message + ".",
+        topo_note,
+        f"Cost model, busy power, per-state power and entry costs borrowed from the built-in {base_name!r} "
+        "platform (estimates for this machine).",
+    ]
+    if renamed:
+        notes.append("State names made engine-safe: " + ", ".join(renamed) + ".")
+    if borrowed_flags:
+        notes.append(
+            f"State flags (not in sysfs) borrowed from {base_name!r}: " + "; ".join(borrowed_flags) + "."
+        )
+    notes.extend(dump.notes)
+    source = "sysfs dump" + (f" of {dump.model_name}" if dump.model_name else "")
+    if dump.driver:
+        source += f", driver {dump.driver}"
+    data = platform.model_dump()
+    data.update(
+        title=title or f"{dump.model_name or 'imported machine'} ({match.message})"[:200],
+        source=source,
+        kernel=dump.kernel or "",
+        topology=topology.model_dump(),
+        costs=costs.model_dump(),
+        busy_watts=_borrowed(base.busy_watts, base_name, "busy power").model_dump(),
+        notes=notes,
+    )
+    return Platform.model_validate(data)
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = ".".join(str(x) for x in e["loc"])
+    return f"{loc}: {e['msg']}" if loc else str(e["msg"])
+
+
+# --------------------------------------------------------------------------------------- counters
+
+
+class StateShare(_Model):
+    """One state over every CPU: counter totals, residency share and above/below ratios."""
+
+    name: str
+    usage: int
+    time_us: int
+    above: int
+    below: int
+    rejected: int
+    share: float | None  # of elapsed CPU time (basis "uptime") or of idle time (basis "idle")
+    above_ratio: float | None  # above / usage: entries the governor should have made shallower
+    below_ratio: float | None  # below / usage: entries where a deeper state would have fit
+
+
+class CpuShares(_Model):
+    cpu: int
+    shares: list[float | None]  # by state index
+    idle_share: float | None  # all states together, basis "uptime" only
+
+
+class CounterSummary(_Model):
+    """The dump's counters as shares; cumulative since each CPU's cpuidle device registered."""
+
+    basis: Literal["uptime", "idle"]
+    note: str
+    states: list[StateShare]
+    idle_share: float | None  # basis "uptime": the share of CPU time in any idle state
+    per_cpu: list[CpuShares]
+
+
+def counter_summary(dump: SysfsDump) -> CounterSummary:
+    """Residency shares per state, per CPU and overall, and above/below ratios.
+
+    With `/proc/uptime` in the dump a state's share is its `time` over the elapsed time (so the
+    rest is C0, busy or in the idle loop outside any state); without it, shares are among idle
+    states only. `time` is what the kernel measured (it can exceed the hardware residency), and
+    a CPU onlined after boot counts from then, so its share is low.
+    """
+    n_states = len(dump.states)
+    up_us = dump.uptime_s * 1e6 if dump.uptime_s is not None else None
+    per_cpu: list[CpuShares] = []
+    totals = {k: [0] * n_states for k in ("usage", "time_us", "above", "below", "rejected")}
+    time_cpus = [0] * n_states  # CPUs that report each state's time, for the overall denominator
+    idle_sum_all = 0
+    for c in dump.cpus:
+        times = [ctr.time_us if ctr is not None else None for ctr in c.counters]
+        for i, ctr in enumerate(c.counters):
+            if ctr is None:
+                continue
+            for k in totals:
+                v = getattr(ctr, k)
+                if v is not None:
+                    totals[k][i] += v
+            if ctr.time_us is not None:
+                time_cpus[i] += 1
+        idle = sum(t for t in times if t is not None)
+        idle_sum_all += idle
+        if up_us is not None:
+            shares = [t / up_us if t is not None else None for t in times]
+            per_cpu.append(CpuShares(cpu=c.cpu, shares=shares, idle_share=idle / up_us))
+        else:
+            shares = [t / idle if t is not None and idle > 0 else None for t in times]
+            per_cpu.append(CpuShares(cpu=c.cpu, shares=shares, idle_share=None))
+    out_states: list[StateShare] = []
+    for i, s in enumerate(dump.states):
+        t = totals["time_us"][i]
+        if up_us is not None:
+            share = t / (up_us * time_cpus[i]) if time_cpus[i] else None
+        else:
+            share = t / idle_sum_all if idle_sum_all > 0 and time_cpus[i] else None
+        usage = totals["usage"][i]
+        out_states.append(
+            StateShare(
+                name=s.name,
+                usage=usage,
+                time_us=t,
+                above=totals["above"][i],
+                below=totals["below"][i],
+                rejected=totals["rejected"][i],
+                share=share,
+                above_ratio=totals["above"][i] / usage if usage else None,
+                below_ratio=totals["below"][i] / usage if usage else None,
+            )
+        )
+    if up_us is not None:
+        basis: Literal["uptime", "idle"] = "uptime"
+        note = (
+            f"shares of {dump.uptime_s:g} s of uptime per CPU (from /proc/uptime); counters run since each "
+            "CPU's cpuidle device registered, so a CPU onlined later shows less"
+        )
+        idle_share = idle_sum_all / (up_us * len(dump.cpus)) if dump.cpus else None
+    else:
+        basis = "idle"
+        note = "no /proc/uptime in the dump: shares are among idle states only (busy time unknown)"
+        idle_share = None
+    return CounterSummary(basis=basis, note=note, states=out_states, idle_share=idle_share, per_cpu=per_cpu)

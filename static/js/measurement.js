@@ -1,0 +1,9 @@
+// The measurement page: show the delete token the import form's redirect put in the fragment,
+// once, then drop it from the address bar.
+const match = /(?:^|&)delete-token=([^&]+)/.exec(window.location.hash.slice(1));
+if (match) {
+  const box = document.getElementById("delete-token");
+  box.querySelector("code").textContent = decodeURIComponent(match[1]);
+  box.hidden = false;
+  history.replaceState(null, "", window.location.pathname + window.location.search);
+}
