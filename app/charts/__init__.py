@@ -1,0 +1,94 @@
+"""Chart builders: a run's result (or a platform table) in, a Plotly figure dict out.
+
+One module per chart family (`residency`, `latency`, `ipi`, `platform`), what they share in
+`base`, and the numbers read from a result (headline figures, compare rows) in `metrics`. The
+registries below name the charts a run page and the compare page draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from app.charts.base import (
+    BUSY_NAME,
+    MECHANISM_COLORS,
+    MECHANISM_NAMES,
+    SOURCE_COLORS,
+    SOURCE_NAMES,
+    Figure,
+    Result,
+    palette,
+    state_color,
+)
+from app.charts.ipi import ipi_cycles_figure
+from app.charts.latency import latency_cdf_figure, latency_histogram_figure, wake_vs_intr_figure
+from app.charts.metrics import SUMMARY_METRICS, Metric, compare_metrics, summary_figures
+from app.charts.platform import platform_figure
+from app.charts.residency import (
+    TIMELINE_MAX_SEGMENTS,
+    residency_figure,
+    residency_per_cpu_figure,
+    timeline_figure,
+)
+
+__all__ = [
+    "BUSY_NAME",
+    "CHARTS",
+    "COMPARE_CHARTS",
+    "MECHANISM_COLORS",
+    "MECHANISM_NAMES",
+    "SOURCE_COLORS",
+    "SOURCE_NAMES",
+    "SUMMARY_METRICS",
+    "TIMELINE_MAX_SEGMENTS",
+    "Figure",
+    "Metric",
+    "Result",
+    "compare_charts",
+    "compare_metrics",
+    "ipi_cycles_figure",
+    "latency_cdf_figure",
+    "latency_histogram_figure",
+    "palette",
+    "platform_figure",
+    "residency_figure",
+    "residency_per_cpu_figure",
+    "run_chart",
+    "run_charts",
+    "state_color",
+    "summary_figures",
+    "timeline_figure",
+    "wake_vs_intr_figure",
+]
+
+#: Run charts by name, in page order: `GET /api/runs/{id}/charts/{name}` serves these.
+CHARTS: dict[str, Callable[[Result], Figure]] = {
+    "residency": residency_figure,
+    "residency_per_cpu": residency_per_cpu_figure,
+    "latency_histogram": latency_histogram_figure,
+    "latency_cdf": latency_cdf_figure,
+    "wake_vs_intr": wake_vs_intr_figure,
+    "ipi_cycles": ipi_cycles_figure,
+    "timeline": timeline_figure,
+}
+
+#: Charts that overlay several runs on the compare page.
+COMPARE_CHARTS: dict[str, Callable[[Sequence[tuple[str, Result]]], Figure]] = {
+    "residency": residency_figure,
+    "latency_cdf": latency_cdf_figure,
+    "wake_vs_intr": wake_vs_intr_figure,
+    "ipi_cycles": ipi_cycles_figure,
+}
+
+
+def run_chart(name: str, result: Result) -> Figure:
+    """One run chart by name; `KeyError` for an unknown name."""
+    return CHARTS[name](result)
+
+
+def run_charts(result: Result) -> dict[str, Figure]:
+    return {name: build(result) for name, build in CHARTS.items()}
+
+
+def compare_charts(runs: Sequence[tuple[str, Result]]) -> dict[str, Figure]:
+    return {name: build(runs) for name, build in COMPARE_CHARTS.items()}
