@@ -281,7 +281,13 @@ def format_summary(result: Any, wall_s: float) -> str:
         if stats and stats.count:
             lines.append(f"{src}: mean {us(stats.mean_ns)}, p99 {us(stats.p99_ns)}, max {us(stats.max_ns)}")
     ipi = result.ipi
-    lines.append(f"IPIs: {ipi.requested:,} calls, {ipi.ipis_sent:,} sent, {ipi.ipis_avoided:,} avoided")
+    sent = ipi.ipis_sent + ipi.sched_ipis_sent
+    avoided = ipi.ipis_avoided + ipi.sched_ipis_avoided
+    lines.append(
+        f"IPIs sent {sent:,}, avoided {avoided:,} (calls + scheduler wake-ups): calls {ipi.ipis_sent:,} / "
+        f"{ipi.ipis_avoided:,} of {ipi.requested:,}, scheduler wake-ups {ipi.sched_ipis_sent:,} / "
+        f"{ipi.sched_ipis_avoided:,} of {ipi.sched_requested:,}"
+    )
     lines.append(f"energy (estimate): {result.energy.joules:.4g} J")
     return "\n".join(lines)
 

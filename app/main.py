@@ -26,6 +26,7 @@ from app.platforms import pages as platforms_pages
 from app.runs import api as runs_api
 from app.runs import pages as runs_pages
 from app.runs.artifacts import Artifacts
+from app.runs.views import ListCache
 from app.scenarios import api as scenarios_api
 from app.scenarios import pages as scenarios_pages
 from app.schemas import RunCreate
@@ -102,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = sessionmaker
     app.state.runner = runner
     app.state.artifacts = Artifacts(settings.read_cache_bytes)
+    app.state.run_lists = ListCache()
     errors.install(app)
     web.install(
         app,

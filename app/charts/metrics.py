@@ -9,6 +9,7 @@ from typing import Any, Literal
 from app.charts.base import (
     Result,
 )
+from app.models import IPIS_AVOIDED, IPIS_SENT, ipi_total
 from engine.result import LATENCY_LABELS, LATENCY_SOURCES
 
 
@@ -61,16 +62,8 @@ SUMMARY_METRICS: list[Metric] = [
     Metric("timer_p99_us", "Timer latency p99 (cyclictest)", "us", _lat("timer", "p99_ns"), "lower"),
     Metric("timer_max_us", "Timer latency max (cyclictest)", "us", _lat("timer", "max_ns"), "lower"),
     Metric("ipi_mean_us", "smp_call_function_single latency mean", "us", _lat("ipi", "mean_ns"), "lower"),
-    Metric(
-        "ipis_sent", "IPIs sent", "", lambda r: r["ipi"]["ipis_sent"] + r["ipi"]["sched_ipis_sent"], "lower"
-    ),
-    Metric(
-        "ipis_avoided",
-        "IPIs avoided",
-        "",
-        lambda r: r["ipi"]["ipis_avoided"] + r["ipi"]["sched_ipis_avoided"],
-        "higher",
-    ),
+    Metric("ipis_sent", IPIS_SENT, "", lambda r: ipi_total(r["ipi"], "sent"), "lower"),
+    Metric("ipis_avoided", IPIS_AVOIDED, "", lambda r: ipi_total(r["ipi"], "avoided"), "higher"),
     Metric(
         "sender_same_cycles",
         "Sender cost, same socket",
@@ -183,16 +176,29 @@ def compare_metrics(state_names: Sequence[str]) -> list[Metric]:
                 "ipi",
             ),
         ]
+    out += [
+        Metric("ipi.ipis_sent", IPIS_SENT, "count", lambda r: ipi_total(r["ipi"], "sent"), "lower", "ipi"),
+        Metric(
+            "ipi.ipis_avoided",
+            IPIS_AVOIDED,
+            "count",
+            lambda r: ipi_total(r["ipi"], "avoided"),
+            "higher",
+            "ipi",
+        ),
+    ]
     for key, label, better in (
-        ("requested", "Calls made", None),
-        ("ipis_sent", "IPIs sent", "lower"),
-        ("ipis_avoided", "IPIs avoided", "higher"),
-        ("sched_ipis_sent", "Scheduler wake-up IPIs sent", "lower"),
-        ("sched_ipis_avoided", "Scheduler wake-up IPIs avoided", "higher"),
+        ("requested", "smp_call_function_single() calls made", None),
+        ("calls.ipis_sent", "IPIs sent by smp_call_function_single()", "lower"),
+        ("calls.ipis_avoided", "IPIs avoided by smp_call_function_single()", "higher"),
+        ("sched_requested", "Scheduler wake-ups of idle CPUs", None),
+        ("sched_ipis_sent", "IPIs sent by scheduler wake-ups", "lower"),
+        ("sched_ipis_avoided", "IPIs avoided by scheduler wake-ups", "higher"),
         ("line_transfers_same_socket", "Cache-line transfers, same socket", "lower"),
         ("line_transfers_other_socket", "Cache-line transfers, other socket", "lower"),
     ):
-        out.append(Metric(f"ipi.{key}", label, "count", lambda r, k=key: r["ipi"][k], better, "ipi"))  # type: ignore[arg-type]
+        field = key.removeprefix("calls.")
+        out.append(Metric(f"ipi.{key}", label, "count", lambda r, k=field: r["ipi"][k], better, "ipi"))  # type: ignore[arg-type]
     out += [
         Metric(
             "energy.joules",

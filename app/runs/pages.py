@@ -234,7 +234,7 @@ def _run_label(run: Mapping[str, Any], i: int) -> str:
 
 def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Compared metrics for display: ns shown in us, shares in %, each delta judged better/worse/same
-    by the metric's direction (|delta| < 0.05% counts as the same)."""
+    by the metric's direction (|delta| < 0.05 % or pp counts as the same)."""
     rows = []
     for m in metrics:
         scale, unit = {"ns": (1e-3, "us"), "share": (100.0, "%")}.get(m["unit"], (1.0, m["unit"]))
@@ -242,12 +242,12 @@ def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         if all(v is None for v in values):
             continue
         deltas = []
-        for i, pct in enumerate(m["deltas_pct"]):
+        for i, delta in enumerate(m["deltas"]):
             verdict = None
-            if i > 0 and pct is not None and m["better"]:
-                improved = (pct < 0) == (m["better"] == "lower")
-                verdict = "same" if abs(pct) < 0.05 else ("better" if improved else "worse")
-            deltas.append({"pct": pct, "verdict": verdict})
+            if i > 0 and delta is not None and m["better"]:
+                improved = (delta < 0) == (m["better"] == "lower")
+                verdict = "same" if abs(delta) < 0.05 else ("better" if improved else "worse")
+            deltas.append({"value": delta, "unit": m["delta_unit"], "verdict": verdict})
         estimate = m["group"] == "energy" or "estimate" in m["label"]
         rows.append({**m, "unit": unit, "values": values, "deltas": deltas, "estimate": estimate})
     return rows

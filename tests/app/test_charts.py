@@ -228,7 +228,8 @@ def test_better_direction_and_verdicts() -> None:
                 "unit": "ns",
                 "better": "lower",
                 "values": [2000.0, 1000.0],
-                "deltas_pct": [0.0, -50.0],
+                "delta_unit": "%",
+                "deltas": [0.0, -50.0],
             },
             {
                 "key": "ipi.ipis_avoided",
@@ -237,7 +238,8 @@ def test_better_direction_and_verdicts() -> None:
                 "unit": "count",
                 "better": "higher",
                 "values": [10.0, 5.0],
-                "deltas_pct": [0.0, -50.0],
+                "delta_unit": "%",
+                "deltas": [0.0, -50.0],
             },
             {
                 "key": "residency.C6",
@@ -246,7 +248,8 @@ def test_better_direction_and_verdicts() -> None:
                 "unit": "share",
                 "better": None,
                 "values": [0.5, 0.25],
-                "deltas_pct": [0.0, -50.0],
+                "delta_unit": "pp",
+                "deltas": [0.0, -25.0],
             },
         ]
     )
@@ -254,6 +257,7 @@ def test_better_direction_and_verdicts() -> None:
     assert rows[0]["deltas"][1]["verdict"] == "better"
     assert rows[1]["deltas"][1]["verdict"] == "worse"
     assert rows[2]["unit"] == "%" and rows[2]["deltas"][1]["verdict"] is None
+    assert rows[2]["deltas"][1]["unit"] == "pp" and rows[2]["deltas"][1]["value"] == -25.0
 
 
 def test_json_script_cannot_break_out() -> None:
