@@ -29,7 +29,8 @@ PAGE_SIZE = 25
 # Columns the runs table always shows; sorting by another adds it as a column.
 SHOWN_COLUMNS = {
     "created_at", "title", "status", "platform", "governor", "mechanism", "cpus", "duration_ms",
-    "wake_latency_mean_ns", "intr_latency_p99_ns", "ipis_sent", "ipis_avoided",
+    "wake_latency_mean_ns", "wake_latency_p99_ns", "intr_latency_p99_ns", "ipis_sent", "ipis_avoided",
+    "energy_joules",
 }  # fmt: skip
 SORTS = [(c, Run.__table__.c[c].info["label"]) for c in SORTABLE_COLUMNS]
 
@@ -118,10 +119,11 @@ def runs_page(
             "pages": max(1, math.ceil(listing.total / PAGE_SIZE)),
             "has_next": page * PAGE_SIZE < listing.total,
             "filters": filters,
-            "sort": sort,
-            "order": order,
+            # As the list read them: `sort=-col` (the API's syntax) is `col`, descending.
+            "sort": listing.sort,
+            "order": listing.order,
             "sorts": SORTS,
-            "extra": None if sort in SHOWN_COLUMNS else (sort, dict(SORTS).get(sort, sort)),
+            "extra": None if listing.sort in SHOWN_COLUMNS else (listing.sort, dict(SORTS)[listing.sort]),
             "platforms": [p["name"] for p in _platforms(session)],
             "governors": list(get_args(GovernorName)),
             "mechanisms": list(get_args(Mechanism)),

@@ -28,6 +28,8 @@ from engine import BUILTIN_PLATFORMS, SimConfig
 from engine.config import config_errors
 
 CONFIG_LOC: tuple[str, ...] = ("body", "config")
+# Said (page and stderr) while a run waits for the engine's first compilation.
+COMPILING_NOTE = "compiling the engine, first run after install (~20 s); later runs start at once"
 MAX_COMPARE = 8
 
 
@@ -48,8 +50,15 @@ def resolve_config(session: Session, data: Any, loc: Sequence[str | int] = CONFI
     name = data.get("platform")
     if isinstance(name, str) and name not in BUILTIN_PLATFORMS and data.get("platform_table") is None:
         row = platform_store.get_platform(session, name)
-        if row is not None:
-            data = {**data, "platform_table": orjson.loads(row.table)}
+        if row is None:
+            custom = [p.name for p in platform_store.list_platforms(session)]
+            raise InvalidInput.one(
+                [*loc, "platform"],
+                f"unknown platform {name!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}; "
+                + (f"custom tables are {', '.join(custom)}" if custom else "there are no custom tables"),
+                "value_error",
+            )
+        data = {**data, "platform_table": orjson.loads(row.table)}
     try:
         config = SimConfig.model_validate(data)
     except ValidationError as exc:

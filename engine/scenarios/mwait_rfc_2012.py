@@ -528,6 +528,5 @@ def _tif_polling() -> Scenario:
     )
 
 
-
 def scenarios() -> list[Scenario]:
     return [_westmere(), _read_before(), _irqs_off(), _tif_polling()]

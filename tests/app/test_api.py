@@ -186,6 +186,12 @@ def test_platforms_builtin_and_custom(client: httpx.Client) -> None:
     assert [s["name"] for s in r.json()["table"]["states"]] == ["POLL", "C1", "C6"]
     assert client.post("/api/platforms", json=body).status_code == 409
     assert client.get("/api/platforms/mytable").status_code == 200
+    # An unknown name lists the custom tables beside the built-in ones.
+    r = client.post("/api/runs", json={"config": {"platform": "nope"}})
+    assert r.status_code == 422
+    error = r.json()["detail"][0]
+    assert error["loc"] == ["body", "config", "platform"]
+    assert "built-in tables are icx, skx, wsm" in error["msg"] and "mytable" in error["msg"]
 
     run = client.post("/api/runs?wait=true", json={"config": small_config(platform="mytable")}).json()
     assert run["status"] == "done", run["error"]
