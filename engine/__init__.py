@@ -1,7 +1,7 @@
 """idlelab's simulation engine: a config in, a result out. No I/O, no web, no database.
 
-from engine import SimConfig, simulate
-result = simulate(SimConfig(platform="icx", duration_ms=100))
+    from engine import SimConfig, simulate
+    result = simulate(SimConfig(platform="icx", duration_ms=100))
 """
 
 from engine.config import SimConfig

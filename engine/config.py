@@ -258,7 +258,9 @@ class SimConfig(_Model):
             _check_cpus(f"wakeups.timers.{i}.cpus", timer.cpus, n_cpus)
         missing = [c for c in self.wakeups.busy_cpus if c >= n_cpus]
         if missing:
-            raise ValueError(f"wakeups.busy_cpus: CPU {missing[0]} does not exist (CPUs are 0..{n_cpus - 1})")
+            raise ValueError(
+                f"wakeups.busy_cpus: CPU {missing[0]} does not exist (CPUs are 0..{n_cpus - 1})"
+            )
         for field, src in (
             ("wakeups.interrupts", self.wakeups.interrupts),
             ("wakeups.ipis", self.wakeups.ipis),
@@ -344,7 +346,7 @@ def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:
         if bad:
             raise ValueError(f"{field}: CPU {bad[0]} does not exist (CPUs are 0..{n_cpus - 1})")
         if not cpus:
-            raise ValueError(f'{field}: empty CPU list (use "all" or name at least one CPU)')
+            raise ValueError(f"{field}: empty CPU list (use \"all\" or name at least one CPU)")
 
 
 def config_errors(exc: ValidationError) -> list[dict[str, object]]:

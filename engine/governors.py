@@ -30,11 +30,7 @@ UINT_MAX = 4294967295
 
 GOV_MENU, GOV_TEO, GOV_LADDER, GOV_ORACLE, GOV_FIXED = 0, 1, 2, 3, 4
 GOVERNOR_IDS = {
-    "menu": GOV_MENU,
-    "teo": GOV_TEO,
-    "ladder": GOV_LADDER,
-    "oracle": GOV_ORACLE,
-    "fixed": GOV_FIXED,
+    "menu": GOV_MENU, "teo": GOV_TEO, "ladder": GOV_LADDER, "oracle": GOV_ORACLE, "fixed": GOV_FIXED
 }
 GOVERNOR_KERNEL = {
     "menu": "menu.c of v6.18.y with 07d815701274 backported (POLL rule of 779b1a1cb13a, db86f55bf81a, "
@@ -252,11 +248,8 @@ def menu_typical_interval(g: np.ndarray, c: int) -> int:
 def _menu_bucket(duration_ns: int) -> int:
     """which_bucket(): decades from 10 us (0) to 100 ms and up (5), counted without branches."""
     return (
-        int(duration_ns >= 10_000)
-        + int(duration_ns >= 100_000)
-        + int(duration_ns >= 1_000_000)
-        + int(duration_ns >= 10_000_000)
-        + int(duration_ns >= 100_000_000)
+        int(duration_ns >= 10_000) + int(duration_ns >= 100_000) + int(duration_ns >= 1_000_000)
+        + int(duration_ns >= 10_000_000) + int(duration_ns >= 100_000_000)
     )
 
 
@@ -325,7 +318,9 @@ def menu_select(
     g[c, G_M_NEXT_TIMER] = next_timer
     g[c, G_M_BUCKET] = b
 
-    if n <= 1 or latency_req == 0 or ((next_timer < res_ns[1] or latency_req < exit_ns[1]) and enabled[0]):
+    if n <= 1 or latency_req == 0 or (
+        (next_timer < res_ns[1] or latency_req < exit_ns[1]) and enabled[0]
+    ):
         return 0, not is_poll0
 
     if tick_stopped and predicted < tick_ns:
@@ -345,10 +340,7 @@ def menu_select(
         # A real state instead of POLL: 07d815701274 (residency under 15 us), db86f55bf81a (exit
         # latency within the prediction), and a timer not due before its residency.
         if (
-            idx == 0
-            and is_poll0
-            and res_ns[i] < RESIDENCY_THRESHOLD_NS
-            and res_ns[i] <= next_timer
+            idx == 0 and is_poll0 and res_ns[i] < RESIDENCY_THRESHOLD_NS and res_ns[i] <= next_timer
             and exit_ns[i] <= predicted
         ):
             predicted = res_ns[i]
@@ -632,30 +624,12 @@ def select_state(
     """cpuidle_select(): the state to enter and whether to stop the tick."""
     if gov == GOV_MENU:
         return menu_select(
-            g,
-            c,
-            res_ns,
-            exit_ns,
-            enabled,
-            is_poll0,
-            latency_req,
-            sleep_length,
-            delta_tick,
-            tick_stopped,
+            g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped,
             tick_ns,
         )
     if gov == GOV_TEO:
         return teo_select(
-            g,
-            c,
-            res_ns,
-            exit_ns,
-            enabled,
-            is_poll0,
-            latency_req,
-            sleep_length,
-            delta_tick,
-            tick_stopped,
+            g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped,
             tick_ns,
         )
     if gov == GOV_LADDER:

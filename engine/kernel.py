@@ -148,7 +148,6 @@ Z_9999 = 3.719016485455709  # standard normal quantile of 0.9999
 
 # ------------------------------------------------------------------------------- the arrays
 
-
 class Cpus(NamedTuple):
     """What changes per CPU as the run goes: the kernel's working state."""
 
@@ -1132,20 +1131,8 @@ def _enter_idle(
             oracle = min(oracle, inc_t[p])
         oracle = max(oracle - t_start, 0)
     idx, stop = select_state(
-        ip[I_GOV],
-        g,
-        c,
-        tab.res_ns,
-        tab.exit_ns,
-        tab.enabled,
-        ip[I_IS_POLL0] == 1,
-        ip[I_LAT_REQ],
-        sleep_length,
-        delta_tick,
-        tick_stopped,
-        tick_ns,
-        ip[I_FIXED_IDX],
-        oracle,
+        ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
+        sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
     )
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
     if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):

@@ -198,20 +198,12 @@ class _Prepared:
         )
         calls, sched = w.ipis, w.sched_wakeups
         self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
-            seeds[:, SRC_CALLS],
-            _rates(calls.rate_hz, calls.senders, n),
-            t_end,
-            per_socket,
-            calls.same_socket_share,
-            _cpu_set(calls.targets, n),
+            seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
+            per_socket, calls.same_socket_share, _cpu_set(calls.targets, n),
         )
         self.ssnd_t, self.ssnd_dst, self.ssnd_off = arrival_streams(
-            seeds[:, SRC_SCHED],
-            _rates(sched.rate_hz, sched.senders, n),
-            t_end,
-            per_socket,
-            sched.same_socket_share,
-            _cpu_set(sched.targets, n),
+            seeds[:, SRC_SCHED], _rates(sched.rate_hz, sched.senders, n), t_end,
+            per_socket, sched.same_socket_share, _cpu_set(sched.targets, n),
         )
         # What each CPU will be asked for, for the oracle governor (the only one that looks).
         if gov == "oracle":
@@ -269,32 +261,12 @@ class _Prepared:
         exit_quantiles = np.empty((2 * S, QUANTILE_STEPS + 1))
         lognormal_table(self.median_ns, self.sigma, exit_quantiles)
         self.tab = K.Table(
-            self.res_ns,
-            self.exit_ns,
-            self.enabled,
-            self.irq_on,
-            self.direct_saving,
-            self.entry_ns,
-            self.exit_extra_ns,
-            self.median_ns,
-            self.sigma,
-            exit_quantiles,
+            self.res_ns, self.exit_ns, self.enabled, self.irq_on, self.direct_saving, self.entry_ns,
+            self.exit_extra_ns, self.median_ns, self.sigma, exit_quantiles,
         )
         self.arr = K.Arrivals(
-            self.tm_next,
-            self.tm_period,
-            self.tm_handler,
-            self.tm_work,
-            self.irq_t,
-            self.irq_off,
-            self.snd_t,
-            self.snd_dst,
-            self.snd_off,
-            self.ssnd_t,
-            self.ssnd_dst,
-            self.ssnd_off,
-            self.inc_t,
-            self.inc_off,
+            self.tm_next, self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t,
+            self.snd_dst, self.snd_off, self.ssnd_t, self.ssnd_dst, self.ssnd_off, self.inc_t, self.inc_off,
         )
         self.stats = K.Stats(
             self.st, self.ssum, self.lat_buf, self.lat_off, self.lat_cnt, self.ctr, self.fsum, self.tl
@@ -316,9 +288,7 @@ class _Prepared:
         """
         cpus, end = int(self.ip[K.I_TL_CPUS]), int(min(self.ip[K.I_TL_END], self.t_end))
         rows = cpus * (
-            2
-            + end // int(self.ip[K.I_TICK_NS])
-            + end // int(self.ip[K.I_POLL_LIMIT])
+            2 + end // int(self.ip[K.I_TICK_NS]) + end // int(self.ip[K.I_POLL_LIMIT])
             + sum(end // int(p) + 1 for p in self.tm_period)
         )
         for c in range(cpus):

@@ -123,13 +123,7 @@ def latency_stats(samples: np.ndarray) -> LatencyStats:
     hist = np.zeros(N_BINS, dtype=np.int64)
     if n == 0:
         return LatencyStats(
-            count=0,
-            mean_ns=0.0,
-            p50_ns=0.0,
-            p90_ns=0.0,
-            p99_ns=0.0,
-            p999_ns=0.0,
-            max_ns=0.0,
+            count=0, mean_ns=0.0, p50_ns=0.0, p90_ns=0.0, p99_ns=0.0, p999_ns=0.0, max_ns=0.0,
             histogram=Histogram(edges_ns=HIST_EDGES, counts=hist.tolist()),
         )
     places = [q / 100.0 * (n - 1) for q in PERCENTILES]
@@ -137,16 +131,8 @@ def latency_stats(samples: np.ndarray) -> LatencyStats:
     where = np.empty(len(ranks), dtype=np.int64)
     scratch = np.empty(n, dtype=np.int64)
     total, lowest, highest, m = _summarise(
-        samples,
-        SPLIT,
-        CELL_BIN,
-        ranks,
-        np.empty(n, dtype=np.int16),
-        np.zeros(N_CELLS, dtype=np.int64),
-        hist,
-        np.full(N_CELLS, -1, dtype=np.int64),
-        scratch,
-        where,
+        samples, SPLIT, CELL_BIN, ranks, np.empty(n, dtype=np.int16), np.zeros(N_CELLS, dtype=np.int64),
+        hist, np.full(N_CELLS, -1, dtype=np.int64), scratch, where,
     )
     if lowest < 0:
         raise ValueError(f"a latency sample is negative: {lowest} ns")

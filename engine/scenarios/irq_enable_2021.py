@@ -118,7 +118,9 @@ def _irq_enable(platform: str, chip: str) -> Scenario:
             kind="consistency",
             published=True,
             note="Holds for any handler time above zero: with IRQ_ENABLE the handler runs inside the stay.",
-            sensitivity=(Sensitivity("wakeups.timers.0.handler_us", 0.5, "us", 1e-3, None, "a run input"),),
+            sensitivity=(
+                Sensitivity("wakeups.timers.0.handler_us", 0.5, "us", 1e-3, None, "a run input"),
+            ),
         ),
     )
     title_chip = "Ice Lake Xeon (icx)" if icx else "Skylake Xeon (skx)"
@@ -150,6 +152,7 @@ def _irq_enable(platform: str, chip: str) -> Scenario:
             "estimate calibrated on the icx cyclictest figure. The patch's dbench +0.8% is not modelled."
         ),
     )
+
 
 
 def _mean_exit_ns(median_ns: float, worst_ns: float) -> float:
@@ -207,11 +210,7 @@ def intr_latency_sensitivity(platform: str, accept_pct: tuple[float, float]) -> 
             f"an estimate; the table's {worst:g} ns worst case bounds it; mean x = {x:.0f} ns",
         ),
         Sensitivity(
-            "interrupt delivery delay (d)",
-            0.0,
-            "ns",
-            clip(rest_lo - x - e),
-            rest_hi - x - e,
+            "interrupt delivery delay (d)", 0.0, "ns", clip(rest_lo - x - e), rest_hi - x - e,
             "not modelled (0): wult's hrt, tdt and nic methods deliver differently",
         ),
     )

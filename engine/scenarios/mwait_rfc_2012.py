@@ -528,5 +528,6 @@ def _tif_polling() -> Scenario:
     )
 
 
+
 def scenarios() -> list[Scenario]:
     return [_westmere(), _read_before(), _irqs_off(), _tif_polling()]
