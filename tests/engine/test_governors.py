@@ -541,16 +541,7 @@ def test_menu_select_is_the_kernels_on_random_short_intervals() -> None:
         g[0, G_LAST_RES] = 1  # the last entry was not refused: no UINT_MAX push
         g[0, G_M_CF : G_M_CF + BUCKETS] = correction
         got = menu_select(
-            g,
-            0,
-            t.res_ns,
-            t.exit_ns,
-            enabled,
-            True,
-            latency_req,
-            sleep_length,
-            delta_tick,
-            tick_stopped,
+            g, 0, t.res_ns, t.exit_ns, enabled, True, latency_req, sleep_length, delta_tick, tick_stopped,
             TICK_NS,
         )
         want = kernel_menu_select(
@@ -862,12 +853,7 @@ def test_ladder_asks_to_stop_the_tick(skx: Table) -> None:
 
 
 def kernel_ladder_select(
-    last_idx: int,
-    last_residency_ns: int,
-    promotion: int,
-    demotion: int,
-    t: Table,
-    enabled: np.ndarray,
+    last_idx: int, last_residency_ns: int, promotion: int, demotion: int, t: Table, enabled: np.ndarray,
     latency_req: int,
 ) -> tuple[int, bool]:
     """ladder_select_state() of drivers/cpuidle/governors/ladder.c (v6.18), called as
@@ -880,9 +866,7 @@ def kernel_ladder_select(
         return 0, True
     last_residency = last_residency_ns - ext[last_idx]
     if (
-        last_idx < len(ext) - 1
-        and enabled[last_idx + 1]
-        and last_residency > ext[last_idx]
+        last_idx < len(ext) - 1 and enabled[last_idx + 1] and last_residency > ext[last_idx]
         and ext[last_idx + 1] <= latency_req
     ):
         if promotion + 1 >= 4:
@@ -913,20 +897,8 @@ def test_ladder_select_is_the_kernels_and_asks_to_stop_the_tick() -> None:
         g[0, G_FIXED_COLS + 2 * n + last_idx] = promotion
         latency_req = int(INF) if rng.random() < 0.7 else int(rng.choice([0, 2, 5, 50, 150]) * US)
         got = select_state(
-            GOV_LADDER,
-            g,
-            0,
-            t.res_ns,
-            t.exit_ns,
-            enabled,
-            True,
-            latency_req,
-            100 * MS,
-            2 * MS,
-            False,
-            TICK_NS,
-            1,
-            int(INF),
+            GOV_LADDER, g, 0, t.res_ns, t.exit_ns, enabled, True, latency_req, 100 * MS, 2 * MS, False,
+            TICK_NS, 1, int(INF),
         )
         want = kernel_ladder_select(last_idx, int(g[0, G_LAST_RES]), promotion, 0, t, enabled, latency_req)
         assert (int(got[0]), bool(got[1])) == want, (t.names, enabled, last_idx, promotion, latency_req)

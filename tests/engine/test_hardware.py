@@ -27,8 +27,7 @@ _C6 = exact_state("C6", 133, 600, 5500).model_copy(
     }
 )
 EXACT = custom_platform(
-    "exact",
-    [exact_state("C1", 2, 2, entry_ns=50), exact_state("C1E", 10, 20, entry_ns=150), _C6],
+    "exact", [exact_state("C1", 2, 2, entry_ns=50), exact_state("C1E", 10, 20, entry_ns=150), _C6],
     based_on=load_platform("skx"),
 )
 PERIOD = 12 * MS
@@ -161,7 +160,9 @@ def test_hardware_invariants(config: SimConfig) -> None:
         assert hw.per_cpu_busy[cpu] >= row[-1] - 1e-9
         for k in deep_levels:
             os_share = sum(v for name, v in zip(names, row, strict=False) if levels.get(name, 0) >= k)
-            core_share = sum(v for name, v in zip(core_names, core_row, strict=True) if _level_of(name) >= k)
+            core_share = sum(
+                v for name, v in zip(core_names, core_row, strict=True) if _level_of(name) >= k
+            )
             assert core_share <= os_share + 1e-9
     deepest = core_names[-1]
     cc_deep = np.array([row[-1] for row in hw.per_core])

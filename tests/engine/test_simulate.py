@@ -524,13 +524,8 @@ def test_poll_time_limit_is_the_kernels() -> None:
     # The built-in tables: C1E's 20 us on skx and wsm; icx's first state of at least 10 us is C6
     # (600 us), capped at TICK_NSEC/16 = 250 us at HZ=250, and so is icx without C6 (no state
     # qualifies). Then random tables, enabled masks and HZ against the transcription.
-    for name, disabled, want in (
-        ("skx", [], 20 * US),
-        ("wsm", [], 20 * US),
-        ("icx", [], 250 * US),
-        ("icx", ["C6"], 250 * US),
-        ("skx", ["C1E"], 250 * US),
-    ):
+    for name, disabled, want in (("skx", [], 20 * US), ("wsm", [], 20 * US), ("icx", [], 250 * US),
+                                 ("icx", ["C6"], 250 * US), ("skx", ["C1E"], 250 * US)):
         run = _Prepared(make_config(platform=name, duration_ms=1.0, states={"disabled": disabled}))
         assert run.ip[K.I_POLL_LIMIT] == want, (name, disabled)
     rng = np.random.default_rng(16)
@@ -965,7 +960,9 @@ def test_topology_moves_the_sender_cycles(platform: str, mechanism: str) -> None
 
 
 def test_one_socket_never_crosses_the_interconnect() -> None:
-    one = simulate(make_config(platform="wsm", topology=topo(1, 4), duration_ms=20.0))
+    one = simulate(
+        make_config(platform="wsm", topology=topo(1, 4), duration_ms=20.0)
+    )
     assert one.ipi.requested > 0
     assert one.ipi.other_socket.calls == 0 and one.ipi.line_transfers_other_socket == 0
 

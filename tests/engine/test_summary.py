@@ -25,14 +25,8 @@ def sorted_reference(samples: np.ndarray) -> dict[str, object]:
 
     p50, p90, p99, p999 = (percentile(q) for q in PERCENTILES)
     return {
-        "count": n,
-        "mean_ns": int(ordered.sum()) / n,
-        "p50_ns": p50,
-        "p90_ns": p90,
-        "p99_ns": p99,
-        "p999_ns": p999,
-        "max_ns": float(ordered[-1]),
-        "counts": counts,
+        "count": n, "mean_ns": int(ordered.sum()) / n, "p50_ns": p50, "p90_ns": p90, "p99_ns": p99,
+        "p999_ns": p999, "max_ns": float(ordered[-1]), "counts": counts,
     }
 
 
