@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app import charts, errors
 from app.config import REPO_ROOT
 from engine.governors import GOVERNOR_KERNEL
+from engine.result import SENDER_PARTS
 
 TEMPLATES_DIR = REPO_ROOT / "templates"
 STATIC_DIR = REPO_ROOT / "static"
@@ -144,6 +145,8 @@ env.globals.update(
     state_color=charts.state_color,
     source_names=charts.SOURCE_NAMES,
     mechanism_names=charts.MECHANISM_NAMES,
+    sender_parts=SENDER_PARTS,
+    sender_part_names=charts.PART_NAMES,
     governor_kernel=GOVERNOR_KERNEL,
 )
 env.filters.update(json_script=json_script, num=fmt_num, us=fmt_us, time=fmt_time)

@@ -20,12 +20,19 @@ from app.charts.base import (
     palette,
     state_color,
 )
-from app.charts.ipi import ipi_cycles_figure
-from app.charts.latency import latency_cdf_figure, latency_histogram_figure, wake_vs_intr_figure
+from app.charts.ipi import PART_NAMES, ipi_cycles_figure, sender_cost_note, sender_cost_rows
+from app.charts.latency import (
+    latency_cdf_figure,
+    latency_histogram_figure,
+    latency_tail_figure,
+    wake_vs_intr_figure,
+)
 from app.charts.metrics import SUMMARY_METRICS, Metric, compare_metrics, summary_figures
 from app.charts.platform import platform_figure
 from app.charts.residency import (
     TIMELINE_MAX_SEGMENTS,
+    cpu_places,
+    per_cpu_names,
     residency_figure,
     residency_per_cpu_figure,
     timeline_figure,
@@ -37,6 +44,7 @@ __all__ = [
     "COMPARE_CHARTS",
     "MECHANISM_COLORS",
     "MECHANISM_NAMES",
+    "PART_NAMES",
     "SOURCE_COLORS",
     "SOURCE_NAMES",
     "SUMMARY_METRICS",
@@ -46,35 +54,43 @@ __all__ = [
     "Result",
     "compare_charts",
     "compare_metrics",
+    "cpu_places",
     "ipi_cycles_figure",
     "latency_cdf_figure",
     "latency_histogram_figure",
+    "latency_tail_figure",
     "palette",
+    "per_cpu_names",
     "platform_figure",
     "residency_figure",
     "residency_per_cpu_figure",
     "run_chart",
     "run_charts",
+    "sender_cost_note",
+    "sender_cost_rows",
     "state_color",
     "summary_figures",
     "timeline_figure",
     "wake_vs_intr_figure",
 ]
 
-#: Run charts by name, in page order: `GET /api/runs/{id}/charts/{name}` serves these.
+#: Run charts by name, in page order (the first two share the first screen):
+#: `GET /api/runs/{id}/charts/{name}` serves these.
 CHARTS: dict[str, Callable[[Result], Figure]] = {
     "residency": residency_figure,
-    "residency_per_cpu": residency_per_cpu_figure,
+    "latency_tail": latency_tail_figure,
     "latency_histogram": latency_histogram_figure,
     "latency_cdf": latency_cdf_figure,
     "wake_vs_intr": wake_vs_intr_figure,
     "ipi_cycles": ipi_cycles_figure,
+    "residency_per_cpu": residency_per_cpu_figure,
     "timeline": timeline_figure,
 }
 
 #: Charts that overlay several runs on the compare page.
 COMPARE_CHARTS: dict[str, Callable[[Sequence[tuple[str, Result]]], Figure]] = {
     "residency": residency_figure,
+    "latency_tail": latency_tail_figure,
     "latency_cdf": latency_cdf_figure,
     "wake_vs_intr": wake_vs_intr_figure,
     "ipi_cycles": ipi_cycles_figure,

@@ -89,6 +89,7 @@ def latency_histogram_figure(result_or_runs: Result | Sequence[tuple[str, Result
         hovermode="closest",
         xaxis={"title": {"text": "Latency (us, log scale)"}, "type": "log"},
         yaxis={"title": {"text": "Share of samples (%)"}, "rangemode": "tozero"},
+        updatemenus=log_count_menu(),
     )
 
 
@@ -224,3 +225,108 @@ def wake_vs_intr_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -
         xaxis={"title": {"text": "IntrLatency (us, log scale)"}, "type": "log"},
         yaxis={"title": {"text": "WakeLatency (us, log scale)"}, "type": "log"},
     )
+
+
+# The tail as wult users read it: latency against percentile, the percentile axis log-spaced in
+# "nines" (x = 1 / (1 - p)), so p99.9 and the maximum get as much room as the median.
+TAIL_PERCENTILES = (
+    ("p50", 50.0, "p50_ns"),
+    ("p90", 90.0, "p90_ns"),
+    ("p99", 99.0, "p99_ns"),
+    ("p99.9", 99.9, "p999_ns"),
+)
+P9999 = 99.99
+
+
+def _from_histogram(hist: Mapping[str, Any], pct: float) -> float | None:
+    """The upper edge (us) of the bin holding the `pct` percentile: an upper bound, as binned."""
+    counts = hist["counts"]
+    total = sum(counts)
+    if not total:
+        return None
+    acc = 0
+    for i, c in enumerate(counts):
+        acc += c
+        if acc >= total * pct / 100:
+            return _sig(hist["edges_ns"][i + 1] / 1000.0)
+    return None
+
+
+def tail_points(stats: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """(label, x = 1/(1-p), latency in us) of one source: p50 to p99.9 exact, p99.99 from the
+    histogram when there are at least 10^4 samples, and the maximum at x = count (the max of n
+    samples is their 1 - 1/n quantile)."""
+    n = stats["count"]
+    points = [(label, 1 / (1 - p / 100), _sig(stats[key] / 1000.0)) for label, p, key in TAIL_PERCENTILES]
+    points = [pt for pt in points if pt[1] < n]
+    if n >= 10_000:
+        value = _from_histogram(stats["histogram"], P9999)
+        if value is not None:
+            points.append(
+                ("p99.99 (binned)", 1 / (1 - P9999 / 100), min(value, _sig(stats["max_ns"] / 1000.0)))
+            )
+    points.append(("max", float(max(n, 2)), _sig(stats["max_ns"] / 1000.0)))
+    return points
+
+
+def latency_tail_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> Figure:
+    """Latency percentiles per source on log-log axes: p50, p90, p99, p99.9, p99.99 and max."""
+    runs = _runs(result_or_runs)
+    traces = []
+    top = 10.0
+    for i, (label, result) in enumerate(runs):
+        for src in _sources(result):
+            points = tail_points(result["latency"][src])
+            top = max(top, points[-1][1])
+            traces.append(
+                _scatter(
+                    name=SOURCE_NAMES[src] + _suffix(label),
+                    legendgroup=src,
+                    x=[p[1] for p in points],
+                    y=[p[2] for p in points],
+                    text=[p[0] for p in points],
+                    mode="lines+markers",
+                    line={"color": SOURCE_COLORS[src], "dash": _RUN_DASHES[i % len(_RUN_DASHES)]},
+                    marker={
+                        "color": SOURCE_COLORS[src],
+                        "size": 7,
+                        "symbol": _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)],
+                    },
+                    hovertemplate=(
+                        f"<b>{SOURCE_NAMES[src]}</b>{_suffix(label)}<br>"
+                        "%{text}: %{y:.4g} us<extra></extra>"
+                    ),
+                )
+            )
+    ticks = [1 / (1 - p / 100) for p in (50, 90, 99, 99.9, 99.99, 99.999) if 1 / (1 - p / 100) <= top * 1.01]
+    return _figure(
+        traces,
+        "Latency tail per wake-up source (percentiles, log-log)",
+        hovermode="closest",
+        xaxis={
+            "title": {"text": "Percentile (log-spaced: 1 / (1 - p); the last point of a line is its max)"},
+            "type": "log",
+            "tickvals": ticks,
+            "ticktext": [f"p{100 - 100 / t:g}" for t in ticks],
+        },
+        yaxis={"title": {"text": "Latency (us, log scale)"}, "type": "log"},
+    )
+
+
+def log_count_menu(axis: str = "yaxis") -> list[dict[str, Any]]:
+    """plotly's own buttons switching the count axis between linear and log (no script of ours)."""
+    return [
+        {
+            "type": "buttons",
+            "direction": "left",
+            "x": 1,
+            "xanchor": "right",
+            "y": 1.02,
+            "yanchor": "bottom",
+            "showactive": True,
+            "buttons": [
+                {"label": "linear count", "method": "relayout", "args": [{f"{axis}.type": "linear"}]},
+                {"label": "log count", "method": "relayout", "args": [{f"{axis}.type": "log"}]},
+            ],
+        }
+    ]

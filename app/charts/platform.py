@@ -46,8 +46,10 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
                     legendgroup=name,
                     x=[res_us],
                     y=[exit_us],
-                    mode="markers+text",
-                    text=[name],
+                    # Labels on the first table's points only (its name and figures): a second
+                    # table's points are told apart by their symbol and the hover.
+                    mode="markers+text" if i == 0 else "markers",
+                    text=[f"{name} {exit_us:g}/{res_us:g} us"] if i == 0 else None,
                     textposition="middle right",
                     marker={
                         "color": state_color(name),
@@ -93,6 +95,9 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
         traces,
         title,
         hovermode="closest",
-        xaxis={"title": {"text": "Target residency (us, log scale)"}, "type": "log"},
-        yaxis={"title": {"text": "Exit latency (us, log scale)"}, "type": "log"},
+        height=460,
+        showlegend=len(platforms) > 1,
+        # Decades only: log axes' minor labels (2, 5, 20, 50...) cluttered the few points.
+        xaxis={"title": {"text": "Target residency (us, log scale)"}, "type": "log", "dtick": 1},
+        yaxis={"title": {"text": "Exit latency (us, log scale)"}, "type": "log", "dtick": 1},
     )

@@ -66,20 +66,42 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
     )
 
 
-def residency_per_cpu_figure(result: Result) -> Figure:
-    """Per-CPU residency as a heatmap: CPUs down, states (then C0) across, share in %."""
-    # The engine names the last column "busy"; every chart calls it C0.
+def cpu_places(result: Result) -> list[tuple[int, int, int, int]]:
+    """(socket, core, thread, cpu) of every logical CPU, in socket, core, thread order (the
+    engine numbers CPUs as Linux does per socket: every core's first thread, then the second)."""
+    n = len(result["per_cpu_residency"])
+    sockets = max(1, int(result.get("sockets") or 1))
+    threads = int(result.get("hardware", {}).get("threads_per_core") or 1)
+    cores = max(1, n // sockets // threads)
+    places = []
+    for cpu in range(n):
+        socket, rest = divmod(cpu, cores * threads)
+        thread, core = divmod(rest, cores)
+        places.append((socket, core, thread, cpu))
+    return sorted(places)
+
+
+def per_cpu_names(result: Result) -> list[str]:
+    """The per-CPU columns: the states, then C0 (the engine calls the last column "busy")."""
     names = [BUSY_NAME if n == "busy" else n for n in result["per_cpu_state_names"]]
     rows = result["per_cpu_residency"]
     width = len(rows[0]) if rows else len(names)
-    if len(names) < width:
-        names = [*names, BUSY_NAME]
-    z = [[v * 100 for v in row] for row in rows]
-    cpus = [f"CPU {i}" for i in range(len(rows))]
+    return [*names, BUSY_NAME][:width] if len(names) < width else names[:width]
+
+
+def residency_per_cpu_figure(result: Result) -> Figure:
+    """Per-CPU residency as a heatmap: CPUs down, grouped by socket and core (a core's threads
+    side by side, a line between sockets), states (then C0) across, share in %."""
+    rows = result["per_cpu_residency"]
+    places = cpu_places(result)
+    threads = 1 + max((p[2] for p in places), default=0)
+    labels = [
+        f"S{s} core {c}" + (f" T{t}" if threads > 1 else "") + f" · CPU {cpu}" for s, c, t, cpu in places
+    ]
     trace = _heatmap(
-        z=z,
-        x=names[:width],
-        y=cpus,
+        z=[[v * 100 for v in rows[cpu]] for *_, cpu in places],
+        x=per_cpu_names(result),
+        y=labels,
         colorscale=_BLUES,
         zmin=0,
         zmax=100,
@@ -88,11 +110,27 @@ def residency_per_cpu_figure(result: Result) -> Figure:
         ygap=1 if len(rows) <= 64 else 0,
         hovertemplate="%{y} · <b>%{x}</b><br>%{z:.2f}% of its time<extra></extra>",
     )
+    # A line where a socket ends (categories sit at 0, 1, ...: the border is half-way).
+    shapes = [
+        {
+            "type": "line",
+            "xref": "paper",
+            "x0": 0,
+            "x1": 1,
+            "yref": "y",
+            "y0": i - 0.5,
+            "y1": i - 0.5,
+            "line": {"color": "#222", "width": 2},
+        }
+        for i in range(1, len(places))
+        if places[i][0] != places[i - 1][0]
+    ]
     height = max(260, min(900, 90 + 18 * len(rows)))
     return _figure(
         [trace],
-        "Residency per CPU",
+        "Residency per CPU (by socket, core and thread)",
         height=height,
+        shapes=shapes,
         xaxis={"title": {"text": "C-state"}, "type": "category", "side": "bottom"},
         yaxis={"title": {"text": "CPU"}, "autorange": "reversed", "type": "category"},
     )

@@ -96,6 +96,8 @@ def render_page(view: RunView) -> bytes:
             ).decode(),
             "charts": charts.run_charts(result) if result is not None else {},
             "figures": charts.summary_figures(result) if result is not None else [],
+            "sender_rows": charts.sender_cost_rows(result) if result is not None else [],
+            "sender_note": charts.sender_cost_note(result) if result is not None else "",
             # Only a waiting run's page says so (it is rendered per request; a finished one never).
             "engine_compiling": view.status in ("queued", "running") and not cache_is_warm(),
             "compiling_note": COMPILING_NOTE,

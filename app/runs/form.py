@@ -32,6 +32,8 @@ class FormSection:
     fields: list[FormField] = field(default_factory=list)
     note: str = ""
     id: str = ""
+    # Folded behind a disclosure: the first screen keeps platform, governor, states and load.
+    folded: bool = False
 
 
 def describe(path: str) -> str:
@@ -101,6 +103,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint="Blank: the platform's part.",
                 ),
             ],
+            folded=True,
         ),
         FormSection(
             "Governor",
@@ -125,8 +128,9 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("wakeups.tick.nohz", "NO_HZ_IDLE (governor may stop the tick)", "bool"),
                 FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
             ],
+            folded=True,
         ),
-        FormSection("Periodic timers (cyclictest-like)", [], id="timers"),
+        FormSection("Periodic timers (cyclictest-like)", [], id="timers", folded=True),
         FormSection(
             "Device interrupts (Poisson, per CPU; not visible to the governor)",
             [
@@ -163,6 +167,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("wakeups.sched_wakeups.senders", "Senders", "cpus", hint=_CPUS_HINT),
                 FormField("wakeups.sched_wakeups.targets", "Targets", "cpus", hint=_CPUS_HINT),
             ],
+            folded=True,
         ),
         FormSection(
             "IPI wake-up mechanism",
@@ -179,11 +184,13 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             costs,
             note="Blank keeps the platform's value (shown greyed, with its kind). Values marked "
             "estimate are guesses until someone publishes better.",
+            folded=True,
         ),
         FormSection(
             "Power (estimates)",
             [FormField("power.busy_watts", "Busy (C0) power per core", "float?", "W")],
             note="All power figures are labelled estimates; per-state power is in the C-states table above.",
+            folded=True,
         ),
         FormSection(
             "Output",
@@ -191,6 +198,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("output.timeline_cpus", "Timeline CPUs", "int"),
                 FormField("output.timeline_ms", "Timeline length", "float", "ms"),
             ],
+            folded=True,
         ),
     ]
 

@@ -148,6 +148,24 @@ def run_csv(run_id: str, session: SessionDep) -> StreamingResponse:
     return StreamingResponse(result_csv(view.result), media_type="text/csv; charset=utf-8", headers=headers)
 
 
+@router.get("/runs/{run_id}/per-cpu.csv", name="run_per_cpu_csv")
+def run_per_cpu_csv(run_id: str, session: SessionDep) -> Response:
+    """The per-CPU residency table: one row per logical CPU (socket, core, thread), a column per
+    state and C0, shares in %, as the run page's heatmap shows them."""
+    view = views.load_run_view(session, run_id)
+    if view.result is None:
+        raise NotFound(f"run {run_id!r} has no result yet (status {view.status})")
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    names = charts.per_cpu_names(view.result)
+    w.writerow(["cpu", "socket", "core", "thread", *(f"{n}%" for n in names)])
+    rows = view.result["per_cpu_residency"]
+    for socket, core, thread, cpu in charts.cpu_places(view.result):
+        w.writerow([cpu, socket, core, thread, *(f"{v * 100:.4f}" for v in rows[cpu])])
+    headers = {"Content-Disposition": f'attachment; filename="idlelab-{run_id}-per-cpu.csv"'}
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
+
+
 @router.get("/runs/{run_id}", name="run_page")
 async def run_page(request: Request, run_id: str, db: DbDep, artifacts: ArtifactsDep) -> Response:
     """A finished run's page is its stored bytes (rendered when it finished). Declared after the

@@ -24,6 +24,43 @@ export function drawFigure(target, figure) {
   });
 }
 
+// A picker above a chart of several runs: one checkbox per run (or scenario role: the part of a
+// trace's name after " · ") and per source (its legend group); a line shows while both are ticked.
+function addPicker(target) {
+  const box = document.querySelector(`[data-picker-for="${target.id}"]`);
+  if (!box || !target.data) return;
+  const runOf = (t) => (t.name || "").split(" · ").slice(1).join(" · ");
+  const groups = { run: [], source: [] };
+  for (const t of target.data) {
+    if (runOf(t) && !groups.run.includes(runOf(t))) groups.run.push(runOf(t));
+    if (t.legendgroup && !groups.source.includes(t.legendgroup)) groups.source.push(t.legendgroup);
+  }
+  const names = {};
+  for (const t of target.data) names[t.legendgroup] = names[t.legendgroup] || (t.name || "").split(" · ")[0];
+  const update = () => {
+    const on = (kind, value) => box.querySelector(`input[data-kind="${kind}"][value="${CSS.escape(value)}"]`)?.checked ?? true;
+    const visible = target.data.map((t) => on("run", runOf(t)) && on("source", t.legendgroup || ""));
+    window.Plotly.restyle(target, { visible });
+  };
+  for (const [kind, values] of Object.entries(groups)) {
+    if (values.length < 2) continue;
+    const set = document.createElement("fieldset");
+    const legend = document.createElement("legend");
+    legend.textContent = kind === "run" ? "Show runs:" : "Sources:";
+    set.append(legend);
+    for (const value of values) {
+      const label = document.createElement("label");
+      const input = document.createElement("input");
+      Object.assign(input, { type: "checkbox", checked: true, value });
+      input.dataset.kind = kind;
+      input.addEventListener("change", update);
+      label.append(input, " ", kind === "run" ? value : names[value]);
+      set.append(label);
+    }
+    box.append(set);
+  }
+}
+
 function drawBlock(block) {
   const target = document.getElementById(block.dataset.chart);
   if (!target || target.dataset.drawn || target.dataset.drawing) return Promise.resolve();
@@ -35,7 +72,7 @@ function drawBlock(block) {
     target.textContent = "Chart data could not be read: " + err;
     return Promise.resolve();
   }
-  return drawFigure(target, figure);
+  return drawFigure(target, figure).then(() => addPicker(target));
 }
 
 export function drawEmbeddedCharts(root = document) {
@@ -49,6 +86,15 @@ export function drawEmbeddedCharts(root = document) {
     return Promise.all(blocks.map(draw));
   }
   const byTarget = new Map(blocks.map((b) => [document.getElementById(b.dataset.chart), b]));
+  // What is on the first screen now is drawn at once (not a frame later, from the observer).
+  for (const [target, block] of byTarget) {
+    if (!target) continue;
+    const r = target.getBoundingClientRect();
+    if (r.top < window.innerHeight && r.bottom > 0) {
+      draw(block);
+      byTarget.delete(target);
+    }
+  }
   const observer = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       if (!entry.isIntersecting) continue;
