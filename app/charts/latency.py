@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from app.charts.base import (
@@ -44,37 +44,45 @@ def _sources(result: Result) -> list[str]:
     return [k for k in SOURCE_NAMES if k in result["latency"] and result["latency"][k]["count"] > 0]
 
 
+def _each_source(
+    result_or_runs: Result | Sequence[tuple[str, Result]],
+) -> Iterator[tuple[int, str, str, Mapping[str, Any]]]:
+    """(run index, run label, source, its statistics) of every source with samples, run by run."""
+    for i, (label, result) in enumerate(_runs(result_or_runs)):
+        for src in _sources(result):
+            yield i, label, src, result["latency"][src]
+
+
+def _source_line(src: str, label: str, i: int, xs: list[float], ys: list[float], **props: Any) -> Figure:
+    """One source's line on a latency chart: the source's colour and legend group, the run's dash."""
+    line = {"color": SOURCE_COLORS[src], "dash": _RUN_DASHES[i % len(_RUN_DASHES)], **props.pop("line", {})}
+    return _scatter(name=SOURCE_NAMES[src] + _suffix(label), legendgroup=src, x=xs, y=ys, line=line, **props)
+
+
 def latency_histogram_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> Figure:
     """Log-binned latency histogram per wake-up source, as step lines on a log x axis (us).
 
     Bins are shown as the share of that source's samples, so sources with very different
     counts can be read on one axis; hover gives the bin edges and the raw count.
     """
-    runs = _runs(result_or_runs)
     traces = []
-    for i, (label, result) in enumerate(runs):
-        for src in _sources(result):
-            stats = result["latency"][src]
-            edges, share, counts = _hist_points(stats["histogram"])
-            if not counts:
-                continue
+    for i, label, src, stats in _each_source(result_or_runs):
+        edges, share, counts = _hist_points(stats["histogram"])
+        if counts:
             # A step line: each bin drawn from its lower to its upper edge.
             xs = [*edges[:-1], edges[-1]]
             ys = [*share, share[-1]]
             custom = [[lo, hi, c] for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
             custom.append(custom[-1])
             traces.append(
-                _scatter(
-                    name=SOURCE_NAMES[src] + _suffix(label),
-                    legendgroup=src,
-                    x=xs,
-                    y=ys,
+                _source_line(
+                    src,
+                    label,
+                    i,
+                    xs,
+                    ys,
                     mode="lines",
-                    line={
-                        "shape": "hv",
-                        "color": SOURCE_COLORS[src],
-                        "dash": _RUN_DASHES[i % len(_RUN_DASHES)],
-                    },
+                    line={"shape": "hv"},
                     customdata=custom,
                     hovertemplate=(
                         f"<b>{SOURCE_NAMES[src]}</b>{_suffix(label)}<br>"
@@ -99,14 +107,10 @@ def latency_cdf_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) ->
     Each point is a bin's upper edge: the share of samples below it. p50/p99/p99.9 from the
     exact statistics are in the hover text, since a log-binned CDF only approximates them.
     """
-    runs = _runs(result_or_runs)
     traces = []
-    for i, (label, result) in enumerate(runs):
-        for src in _sources(result):
-            stats = result["latency"][src]
-            edges, _, counts = _hist_points(stats["histogram"])
-            if not counts:
-                continue
+    for i, label, src, stats in _each_source(result_or_runs):
+        edges, _, counts = _hist_points(stats["histogram"])
+        if counts:
             total = sum(counts)
             acc = 0
             cdf = []
@@ -121,13 +125,13 @@ def latency_cdf_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) ->
                 f"max {stats['max_ns'] / 1000:.3g} us ({stats['count']} samples)"
             )
             traces.append(
-                _scatter(
-                    name=SOURCE_NAMES[src] + _suffix(label),
-                    legendgroup=src,
-                    x=xs,
-                    y=ys,
+                _source_line(
+                    src,
+                    label,
+                    i,
+                    xs,
+                    ys,
                     mode="lines",
-                    line={"color": SOURCE_COLORS[src], "dash": _RUN_DASHES[i % len(_RUN_DASHES)]},
                     hovertemplate=(
                         f"<b>{SOURCE_NAMES[src]}</b>{_suffix(label)}<br>"
                         "%{y:.2f}% below %{x:.3g} us<br>" + summary + "<extra></extra>"
@@ -271,33 +275,30 @@ def tail_points(stats: Mapping[str, Any]) -> list[tuple[str, float, float]]:
 
 def latency_tail_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> Figure:
     """Latency percentiles per source on log-log axes: p50, p90, p99, p99.9, p99.99 and max."""
-    runs = _runs(result_or_runs)
     traces = []
     top = 10.0
-    for i, (label, result) in enumerate(runs):
-        for src in _sources(result):
-            points = tail_points(result["latency"][src])
-            top = max(top, points[-1][1])
-            traces.append(
-                _scatter(
-                    name=SOURCE_NAMES[src] + _suffix(label),
-                    legendgroup=src,
-                    x=[p[1] for p in points],
-                    y=[p[2] for p in points],
-                    text=[p[0] for p in points],
-                    mode="lines+markers",
-                    line={"color": SOURCE_COLORS[src], "dash": _RUN_DASHES[i % len(_RUN_DASHES)]},
-                    marker={
-                        "color": SOURCE_COLORS[src],
-                        "size": 7,
-                        "symbol": _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)],
-                    },
-                    hovertemplate=(
-                        f"<b>{SOURCE_NAMES[src]}</b>{_suffix(label)}<br>"
-                        "%{text}: %{y:.4g} us<extra></extra>"
-                    ),
-                )
+    for i, label, src, stats in _each_source(result_or_runs):
+        points = tail_points(stats)
+        top = max(top, points[-1][1])
+        traces.append(
+            _source_line(
+                src,
+                label,
+                i,
+                [p[1] for p in points],
+                [p[2] for p in points],
+                text=[p[0] for p in points],
+                mode="lines+markers",
+                marker={
+                    "color": SOURCE_COLORS[src],
+                    "size": 7,
+                    "symbol": _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)],
+                },
+                hovertemplate=(
+                    f"<b>{SOURCE_NAMES[src]}</b>{_suffix(label)}<br>%{{text}}: %{{y:.4g}} us<extra></extra>"
+                ),
             )
+        )
     ticks = [1 / (1 - p / 100) for p in (50, 90, 99, 99.9, 99.99, 99.999) if 1 / (1 - p / 100) <= top * 1.01]
     return _figure(
         traces,
