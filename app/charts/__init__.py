@@ -91,6 +91,7 @@ CHARTS: dict[str, Callable[[Result], Figure]] = {
 COMPARE_CHARTS: dict[str, Callable[[Sequence[tuple[str, Result]]], Figure]] = {
     "residency": residency_figure,
     "latency_tail": latency_tail_figure,
+    "latency_histogram": latency_histogram_figure,
     "latency_cdf": latency_cdf_figure,
     "wake_vs_intr": wake_vs_intr_figure,
     "ipi_cycles": ipi_cycles_figure,
