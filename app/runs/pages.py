@@ -92,6 +92,7 @@ def runs_page(
     governor: str | None = Query(default=None, max_length=32),
     mechanism: str | None = Query(default=None, max_length=32),
     status: RunStatus | None = None,
+    q: str | None = Query(default=None, max_length=200),
     sort: str = Query(default="created_at", max_length=64),
     order: str = Query(default="desc", max_length=4),
     page: int = Query(default=1, ge=1, le=10**9),
@@ -103,6 +104,7 @@ def runs_page(
             "governor": governor,
             "mechanism": mechanism,
             "status": status,
+            "q": q,
         }.items()
         if v
     }

@@ -96,7 +96,8 @@ class Tab:
 
     def wait_charts(self) -> None:
         """Scroll to each chart in turn (charts below the screen are drawn when scrolled near),
-        then wait until every one is drawn."""
+        then wait until every one is drawn (a run page still in progress reloads with them)."""
+        self.page.wait_for_selector("[data-chart-name]", state="attached")
         for plot in self.page.query_selector_all("[data-chart-name]"):
             plot.scroll_into_view_if_needed()
             self.page.wait_for_selector(f"#{plot.get_attribute('id')}[data-drawn='true']")
