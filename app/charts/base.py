@@ -140,11 +140,17 @@ def _us(ns: float | None) -> float | None:
 
 def _figure(data: Sequence[Figure], title: str, **layout: Any) -> Figure:
     title_layout = {"text": title, "x": 0.5, "xanchor": "center"}
+    # The legend sits under the plot: as many entries a row as fit a half-screen chart (~540 px,
+    # ~7 px a character plus the symbol), so long names take more rows.
+    names = [str(t.get("name", "")) for t in data if t.get("showlegend") is not False]
+    per_row = max(1, 540 // (7 * max((len(n) for n in names), default=1) + 40))
+    rows = math.ceil(len(names) / per_row) if layout.get("showlegend", True) else 0
     if "height" not in layout:
-        # The legend sits under the plot, about three entries a row: grow with it, keep the plot.
-        entries = sum(1 for t in data if t.get("showlegend") is not False)
-        rows = math.ceil(entries / 3) if layout.get("showlegend", True) else 0
-        layout["height"] = 400 + 24 * max(0, rows - 1)
+        layout["height"] = 400 + 24 * max(0, rows - 1)  # grow with the legend, keep the plot
+    # Margins that already hold the axis labels and the legend: plotly's automargin then has
+    # nothing to push and draws once (a push redraws the whole chart, which doubled the first
+    # screen's drawing time); on a narrow screen it still grows them as needed.
+    layout.setdefault("margin", {"l": 70, "r": 20, "t": 50, "b": 70 + 24 * rows})
     return {
         "data": list(data),
         "layout": _without_none({**layout, "template": _TEMPLATE_JSON, "title": title_layout}),
