@@ -118,5 +118,5 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
         barmode="stack",
         showlegend=True,
         xaxis={"title": {"text": "Target"}, "type": "category"},
-        yaxis={"title": {"text": "Sender cost (TSC cycles, mean per call)"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "Cycles per call (TSC, mean)"}, "rangemode": "tozero"},
     )

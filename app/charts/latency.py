@@ -93,7 +93,7 @@ def latency_histogram_figure(result_or_runs: Result | Sequence[tuple[str, Result
             )
     return _figure(
         traces,
-        "Latency histogram per wake-up source",
+        "Latency histogram",
         hovermode="closest",
         xaxis={"title": {"text": "Latency (us, log scale)"}, "type": "log"},
         yaxis={"title": {"text": "Share of samples (%)"}, "rangemode": "tozero"},
