@@ -6,6 +6,7 @@ axes, compare in percentage points, ticking runs in the list to compare them, pi
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import httpx
@@ -46,7 +47,13 @@ def pages(api: httpx.Client) -> dict[str, str]:
     """Every page of the dashboard, by name, with the runs they need."""
     a = run_and_wait(api, SMALL, title="everywhere A")
     b = run_and_wait(api, {**SMALL, "governor": {"name": "teo"}, "seed": 2}, title="everywhere B")
-    scenario = api.get("/api/scenarios").json()["scenarios"][0]["name"]
+    # A scenario with its runs done: its page overlays four roles' CDFs.
+    scenario = "mwait-ipi-westmere"
+    started = api.post(f"/api/scenarios/{scenario}/run")
+    assert started.status_code in (200, 202), started.text
+    for run in started.json()["runs"]:
+        while api.get(f"/api/runs/{run['id']}").json()["status"] not in ("done", "failed"):
+            time.sleep(0.05)
     return {
         "home": "/",
         "runs": "/runs",
@@ -161,3 +168,25 @@ def test_sorting_by_an_api_column_shows_it(new_tab: Any, pages: dict[str, str]) 
     assert values and all(v.endswith(" us") for v in values), values
     numbers = [float(v.split()[0].replace(",", "")) for v in values]
     assert numbers == sorted(numbers, reverse=True)
+
+
+def test_scenario_cdf_lines_can_be_picked(new_tab: Any, pages: dict[str, str]) -> None:
+    tab = new_tab()
+    page = tab.page
+    page.goto(pages["scenario"])
+    page.locator("#chart-latency_cdf").scroll_into_view_if_needed()
+    page.wait_for_selector("#chart-latency_cdf[data-drawn='true']")
+    roles = page.locator("[data-picker-for='chart-latency_cdf'] input[data-kind='run']")
+    sources = page.locator("[data-picker-for='chart-latency_cdf'] input[data-kind='source']")
+    assert roles.count() == 4 and sources.count() >= 2
+    hidden_role = roles.nth(0).get_attribute("value")
+    roles.nth(0).uncheck()
+    sources.nth(0).uncheck()
+    hidden_source = sources.nth(0).get_attribute("value")
+    traces = page.evaluate(
+        "document.getElementById('chart-latency_cdf').data.map((t) => [t.name, t.legendgroup, t.visible])"
+    )
+    for name, group, visible in traces:
+        shown = not name.endswith(f" · {hidden_role}") and group != hidden_source
+        assert (visible is not False) == shown, (name, visible)
+    tab.screenshot("scenario-picked")
