@@ -130,3 +130,16 @@ def test_unlisted_runs_are_found_only_by_their_link(app_client: Any) -> None:
     assert unlisted not in app_client.get(f"/scenarios/{scenario.name}").text
     assert secret not in app_client.get("/api/runs", params={"limit": 200}).text
     assert app_client.get(f"/api/runs/{secret}").status_code == 200
+
+
+def test_a_waiting_run_says_the_engine_compiles_while_it_does(app_client: Any, monkeypatch: Any) -> None:
+    from app.runs import artifacts
+
+    run_id, _ = done_run(app_client.app, title="waits")
+    _set(app_client.app, run_id, status="queued", result=None, page=None, page_version=None)
+    monkeypatch.setattr(artifacts, "cache_is_warm", lambda: False)
+    page = app_client.get(f"/runs/{run_id}").text
+    assert "compiling the engine, first run after install (~20 s)" in page
+    monkeypatch.setattr(artifacts, "cache_is_warm", lambda: True)
+    app_client.app.state.artifacts.discard(run_id)
+    assert "compiling the engine" not in app_client.get(f"/runs/{run_id}").text
