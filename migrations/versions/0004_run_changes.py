@@ -31,7 +31,7 @@ def _recount(total: bool) -> None:
     conn = op.get_bind()
     rows = conn.execute(sa.select(_runs.c.id, _runs.c.result).where(_runs.c.result.is_not(None)))
     for run_id, result in rows.all():
-        ipi = json.loads(result)["ipi"]
+        ipi = json.loads(bytes(result))["ipi"]  # bytes: PostgreSQL answers a memoryview
         extra = {k: ipi[f"sched_ipis_{k}"] if total else 0 for k in ("sent", "avoided")}
         conn.execute(
             _runs.update()
