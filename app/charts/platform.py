@@ -31,6 +31,8 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
     for i, platform in enumerate(platforms):
         pname = _get(platform, "name")
         symbol = _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)]
+        # The rightmost point's label goes to its left, so the chart's edge does not cut it.
+        last = max(float(_get(s, "target_residency_us")) for s in _get(platform, "states"))
         for s in _get(platform, "states"):
             name = _get(s, "name")
             exit_us = float(_get(s, "exit_latency_us"))
@@ -50,7 +52,7 @@ def platform_figure(platforms: Sequence[Any]) -> Figure:
                     # table's points are told apart by their symbol and the hover.
                     mode="markers+text" if i == 0 else "markers",
                     text=[f"{name} {exit_us:g}/{res_us:g} us"] if i == 0 else None,
-                    textposition="middle right",
+                    textposition="middle left" if res_us == last else "middle right",
                     marker={
                         "color": state_color(name),
                         "size": 13,
