@@ -255,8 +255,9 @@ def list_runs_json(
     offset: int,
     **filters: str | None,
 ) -> bytes:
-    """The `GET /api/runs` body: from the cache while no run changed, else read and kept. The change
-    count and the rows are read in one transaction (one snapshot)."""
+    """The `GET /api/runs` body: from the cache while no run changed, else read and kept. The count
+    is read before the rows, so rows kept under a count are never older than it (a write between
+    the two reads leaves newer rows under an older count: the next request misses and reads again)."""
     column, descending = parse_sort(sort, order)
     key = (column, descending, limit, offset, *sorted((k, v) for k, v in filters.items() if v))
     changes = store.changes(conn)
