@@ -8,6 +8,7 @@ registries below name the charts a run page and the compare page draw.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from app.charts.base import (
     BUSY_NAME,
@@ -87,15 +88,12 @@ CHARTS: dict[str, Callable[[Result], Figure]] = {
     "timeline": timeline_figure,
 }
 
-#: Charts that overlay several runs on the compare page.
-COMPARE_CHARTS: dict[str, Callable[[Sequence[tuple[str, Result]]], Figure]] = {
-    "residency": residency_figure,
-    "latency_tail": latency_tail_figure,
-    "latency_histogram": latency_histogram_figure,
-    "latency_cdf": latency_cdf_figure,
-    "wake_vs_intr": wake_vs_intr_figure,
-    "ipi_cycles": ipi_cycles_figure,
-}
+#: Charts that overlay several runs on the compare page: every run chart but the per-CPU ones
+#: (their builders take a result or a list of (label, result) pairs).
+COMPARE_CHARTS = cast(
+    dict[str, Callable[[Sequence[tuple[str, Result]]], Figure]],
+    {name: build for name, build in CHARTS.items() if name not in ("residency_per_cpu", "timeline")},
+)
 
 
 def run_chart(name: str, result: Result) -> Figure:
