@@ -328,9 +328,9 @@ def format_summary(result: Any, wall_s: float) -> str:
     sent = ipi.ipis_sent + ipi.sched_ipis_sent
     avoided = ipi.ipis_avoided + ipi.sched_ipis_avoided
     lines.append(
-        f"IPIs sent {sent:,}, avoided {avoided:,} (calls + scheduler wake-ups): calls {ipi.ipis_sent:,} / "
-        f"{ipi.ipis_avoided:,} of {ipi.requested:,}, scheduler wake-ups {ipi.sched_ipis_sent:,} / "
-        f"{ipi.sched_ipis_avoided:,} of {ipi.sched_requested:,}"
+        f"IPIs sent {sent:,}, avoided {avoided:,} (calls + scheduler wake-ups): {ipi.requested:,} calls "
+        f"sent {ipi.ipis_sent:,}, avoided {ipi.ipis_avoided:,}; {ipi.sched_requested:,} scheduler wake-ups "
+        f"sent {ipi.sched_ipis_sent:,}, avoided {ipi.sched_ipis_avoided:,}"
     )
     lines.append(f"energy (estimate): {result.energy.joules:.4g} J")
     return "\n".join(lines)
