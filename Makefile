@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.idlelab-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup migrate serve test chromium bench lint clean
+.PHONY: setup migrate warm serve test chromium bench lint clean
 
 $(STAMP): pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,11 @@ setup: $(STAMP)
 migrate: setup
 	$(BIN)/idlelab db upgrade
 
-serve: migrate
+# Compiles the engine once after install (~20 s, said on the terminal), so no run waits for it.
+warm: setup
+	$(BIN)/idlelab warm
+
+serve: migrate warm
 	$(BIN)/idlelab serve --host $(HOST) --port $(PORT)
 
 # Browser tests drive Debian's Chromium; no test tool downloads a browser of its own.

@@ -212,10 +212,10 @@ class ProgressBar:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _build_config(args)
-    from app.jobs import one_line, warm_engine
+    from app.jobs import one_line
     from engine import simulate
 
-    compile_s, _ = warm_engine()
+    compile_s = warm(notice=not args.quiet)
     bar = ProgressBar(enabled=not args.quiet and (args.progress or sys.stderr.isatty()))
     t0 = time.perf_counter()
     try:
@@ -254,10 +254,54 @@ def cmd_run(args: argparse.Namespace) -> int:
                 with session_scope(factory) as session:
                     store.fail_run(session, run_id, f"the result could not be stored: {one_line(exc)}")
                 raise CliError(f"the result could not be stored: {one_line(exc)}") from None
-            base = _settings().base_url()
         out = sys.stderr if args.json == "-" else sys.stdout
-        print(f"saved: {base}/runs/{run_id}  (delete token: {token})", file=out)
+        link, note = share_link(_settings(), run_id)
+        print(f"saved: {link}  (delete token: {token})", file=out)
+        if note:
+            print(note, file=sys.stderr)
     return 0
+
+
+def warm(*, notice: bool = True) -> float:
+    """Load the engine's compiled code, saying so on stderr when it must be compiled first."""
+    from app.jobs import warm_engine
+    from app.runs.views import COMPILING_NOTE
+    from engine.jit import cache_is_warm
+
+    if notice and not cache_is_warm():
+        sys.stderr.write(f"idlelab: {COMPILING_NOTE}\n")
+        sys.stderr.flush()
+    seconds, _ = warm_engine()
+    return seconds
+
+
+def cmd_warm(args: argparse.Namespace) -> int:
+    from engine.jit import cache_is_warm
+
+    cold = not cache_is_warm()
+    seconds = warm()
+    print(f"engine {'compiled' if cold else 'loaded from its cache'} in {seconds:.1f} s")
+    return 0
+
+
+def share_link(settings: Any, run_id: str) -> tuple[str, str | None]:
+    """A saved run's link, and a note when it is a guess: the configured server (IDLELAB_PUBLIC_URL,
+    else IDLELAB_HOST and IDLELAB_PORT) is asked whether it holds the run."""
+    import httpx
+
+    link = f"{settings.base_url()}/runs/{run_id}"
+    try:
+        with httpx.stream("GET", link, timeout=2.0) as answer:  # the status is enough
+            status = answer.status_code
+    except httpx.HTTPError:
+        status = None
+    if status == 200:
+        return link, None
+    why = "no server answers there" if status is None else "the server there does not hold this run"
+    return link, (
+        f"idlelab: the link is a guess ({why}): set IDLELAB_PUBLIC_URL (or IDLELAB_PORT) to the "
+        "server that reads this database"
+    )
 
 
 def format_summary(result: Any, wall_s: float) -> str:
@@ -281,7 +325,13 @@ def format_summary(result: Any, wall_s: float) -> str:
         if stats and stats.count:
             lines.append(f"{src}: mean {us(stats.mean_ns)}, p99 {us(stats.p99_ns)}, max {us(stats.max_ns)}")
     ipi = result.ipi
-    lines.append(f"IPIs: {ipi.requested:,} calls, {ipi.ipis_sent:,} sent, {ipi.ipis_avoided:,} avoided")
+    sent = ipi.ipis_sent + ipi.sched_ipis_sent
+    avoided = ipi.ipis_avoided + ipi.sched_ipis_avoided
+    lines.append(
+        f"IPIs sent {sent:,}, avoided {avoided:,} (calls + scheduler wake-ups): {ipi.requested:,} calls "
+        f"sent {ipi.ipis_sent:,}, avoided {ipi.ipis_avoided:,}; {ipi.sched_requested:,} scheduler wake-ups "
+        f"sent {ipi.sched_ipis_sent:,}, avoided {ipi.sched_ipis_avoided:,}"
+    )
     lines.append(f"energy (estimate): {result.energy.joules:.4g} J")
     return "\n".join(lines)
 
@@ -477,6 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action="store_true", help="draw the progress bar even when stderr is not a terminal"
     )
     run.set_defaults(func=cmd_run)
+
+    warm_cmd = sub.add_parser("warm", help="compile the engine now (or load it from its cache)")
+    warm_cmd.set_defaults(func=cmd_warm)
 
     plats = sub.add_parser("platforms", help="list the C-state tables")
     plats.add_argument("--json", action="store_true", help="the full tables as JSON")

@@ -14,6 +14,7 @@ from app.config import Settings
 from app.db import session_scope
 from app.jobs import JobRunner
 from app.runs.artifacts import Artifacts
+from app.runs.views import ListCache
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:
@@ -36,6 +37,10 @@ async def get_artifacts(request: Request) -> Artifacts:
     return request.app.state.artifacts  # type: ignore[no-any-return]
 
 
+async def get_list_cache(request: Request) -> ListCache:
+    return request.app.state.run_lists  # type: ignore[no-any-return]
+
+
 def get_runner(request: Request) -> JobRunner:
     return request.app.state.runner  # type: ignore[no-any-return]
 
@@ -47,5 +52,6 @@ def get_settings(request: Request) -> Settings:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 DbDep = Annotated[Engine, Depends(get_db)]
 ArtifactsDep = Annotated[Artifacts, Depends(get_artifacts)]
+ListCacheDep = Annotated[ListCache, Depends(get_list_cache)]
 RunnerDep = Annotated[JobRunner, Depends(get_runner)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

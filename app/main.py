@@ -30,6 +30,7 @@ from app.platforms.importing import IMPORT_PATHS as DUMP_PATHS
 from app.runs import api as runs_api
 from app.runs import pages as runs_pages
 from app.runs.artifacts import Artifacts
+from app.runs.views import ListCache
 from app.scenarios import api as scenarios_api
 from app.scenarios import pages as scenarios_pages
 from app.schemas import RunCreate
@@ -108,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = sessionmaker
     app.state.runner = runner
     app.state.artifacts = Artifacts(settings.read_cache_bytes)
+    app.state.run_lists = ListCache()
     errors.install(app)
     web.install(
         app,

@@ -76,6 +76,24 @@ def _latency(source: str, key: str) -> Any:
     return read
 
 
+# The one IPI count every page, list, CLI and compare shows, and its labels.
+IPIS_SENT = "IPIs sent (calls + scheduler wake-ups)"
+IPIS_AVOIDED = "IPIs avoided (calls + scheduler wake-ups)"
+
+
+def ipi_total(ipi: Mapping[str, Any], what: str) -> int:
+    """The one IPI count every page, list, CLI and compare shows: IPIs `what` ("sent" or
+    "avoided") by smp_call_function_single() calls and by scheduler wake-ups together."""
+    return int(ipi[f"ipis_{what}"]) + int(ipi[f"sched_ipis_{what}"])
+
+
+def _ipis(what: str) -> Any:
+    def read(r: Mapping[str, Any]) -> int | None:
+        return ipi_total(r["ipi"], what) if "ipi" in r else None
+
+    return read
+
+
 class Run(Base):
     """One simulation run: its config, status, summary columns, and once done its immutable
     artifacts (the result bytes and the rendered page)."""
@@ -150,12 +168,12 @@ class Run(Base):
         Float, default=None, info=summary("IntrLatency p99", result=_latency("intr", "p99_ns"))
     )
     ipis_sent: Mapped[int | None] = mapped_column(
-        Integer, default=None, info=summary("IPIs sent", result=lambda r: r.get("ipi", {}).get("ipis_sent"))
+        Integer, default=None, info=summary(IPIS_SENT, result=_ipis("sent"))
     )
     ipis_avoided: Mapped[int | None] = mapped_column(
         Integer,
         default=None,
-        info=summary("IPIs avoided", result=lambda r: r.get("ipi", {}).get("ipis_avoided")),
+        info=summary(IPIS_AVOIDED, result=_ipis("avoided")),
     )
     energy_joules: Mapped[float | None] = mapped_column(
         Float,
@@ -175,6 +193,17 @@ class Run(Base):
     # page of another version may link assets that are gone: it is rendered again when served).
     page: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     page_version: Mapped[str | None] = mapped_column(String(64), default=None)
+
+
+class RunChanges(Base):
+    """One row counting the changes to listed runs (every insert, update or delete of `runs` bumps
+    it in the same transaction, see `app.runs.store`): a list answer cached under an older count is
+    stale, whichever process wrote."""
+
+    __tablename__ = "run_changes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class CustomPlatform(Base):

@@ -131,7 +131,9 @@ class ComparedRun(BaseModel):
 
 
 class ComparedMetric(BaseModel):
-    """One metric across the compared runs; `deltas_pct[i]` is run i against run 0."""
+    """One metric across the compared runs; `deltas[i]` is run i against run 0, in `delta_unit`:
+    percentage points for shares (a share's percent change means nothing: 0.01% -> 19% is not
+    "+194,243%"), percent for everything else."""
 
     key: str = Field(description="Stable id, e.g. `residency.C6`, `latency.wake.p99_ns`.")
     group: str
@@ -141,7 +143,8 @@ class ComparedMetric(BaseModel):
         default=None, description="Which way is better; null when the metric describes the workload."
     )
     values: list[float | None]
-    deltas_pct: list[float | None]
+    delta_unit: Literal["%", "pp"]
+    deltas: list[float | None]
 
 
 class ComparedMeasurement(BaseModel):

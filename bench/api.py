@@ -54,7 +54,8 @@ def free_port() -> int:
 
 def bare_app(db: str) -> Any:
     """The baseline: a bare FastAPI endpoint serving a run's stored bytes (result or page) from
-    the same SQLite file, one primary-key read per request, nothing else."""
+    the same SQLite file, one primary-key read per request, nothing else; and `/bare/list`, the
+    list answer's bytes (saved beside the database) after one primary-key read."""
     import sqlite3
 
     from fastapi import FastAPI
@@ -72,6 +73,13 @@ def bare_app(db: str) -> Any:
         )
         row = conn.execute(sql, (run_id,)).fetchone()
         return Response(row[0], media_type="application/octet-stream")
+
+    list_body = (Path(db).parent / "list.json").read_bytes()
+
+    @app.get("/bare/list")
+    def bare_list() -> Response:
+        conn.execute("SELECT id FROM runs WHERE id = ?", ("",)).fetchone()
+        return Response(list_body, media_type="application/json")
 
     return app
 
@@ -269,6 +277,7 @@ def main() -> None:
                     ids = [first["id"]] + create_runs(client, args.runs - 1)
                     create_s = time.perf_counter() - t0
                     total = client.get("/api/runs?limit=1").json()["total"]
+                    (Path(tmp) / "list.json").write_bytes(client.get("/api/runs?limit=50").content)
 
                 print(f"runs_stored: {total}")
                 print(f"runs_created_s: {create_s:.1f}")
@@ -301,6 +310,8 @@ def main() -> None:
                     bare = report(f"bare_{name}", url, paths, args.clients)
                     print(f"{name}_rps_vs_bare: {rps[name] / bare:.2f}")
                 print(f"list_runs_50_rps_vs_bare_get_run: {rps['list_runs_50'] / bare:.2f}")
+                bare = report("bare_list_runs_50", url, ["/bare/list"] * args.requests, args.clients)
+                print(f"list_runs_50_rps_vs_bare: {rps['list_runs_50'] / bare:.2f}")
             finally:
                 stop_server(proc)
             # Restarted: nothing in memory, every page and run read from the database.

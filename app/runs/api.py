@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import charts
-from app.deps import ArtifactsDep, DbDep, RunnerDep, SessionDep, SettingsDep
+from app.deps import ArtifactsDep, DbDep, ListCacheDep, RunnerDep, SessionDep, SettingsDep
 from app.errors import ERROR_RESPONSES, Forbidden, InvalidInput, NotFound, UnsupportedMediaType
 from app.runs import store, views
 from app.runs.artifacts import serve
@@ -106,6 +106,7 @@ async def create_run(
 @router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
 async def list_runs(
     db: DbDep,
+    run_lists: ListCacheDep,
     platform: Annotated[str | None, Query(max_length=64)] = None,
     governor: Annotated[str | None, Query(max_length=32)] = None,
     mechanism: Annotated[str | None, Query(max_length=32)] = None,
@@ -120,10 +121,12 @@ async def list_runs(
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> Response:
     """Listed runs (unlisted ones excluded), filtered, sorted and paginated: indexed reads of the
-    summary columns only (never config or result)."""
+    summary columns only (never config or result), answered from a cache of list bytes while no
+    run has changed."""
     with db.connect() as conn:
-        view = views.list_runs_view(
+        body = views.list_runs_json(
             conn,
+            run_lists,
             platform=platform,
             governor=governor,
             mechanism=mechanism,
@@ -134,7 +137,7 @@ async def list_runs(
             limit=limit,
             offset=offset,
         )
-    return _json(view.to_json())
+    return _json(body)
 
 
 @router.get(

@@ -29,7 +29,8 @@ from app.db import session_scope
 from app.errors import NotFound
 from app.models import result_summary, utcnow
 from app.runs import store
-from app.runs.views import RunView, run_view
+from app.runs.views import COMPILING_NOTE, RunView, run_view
+from engine.jit import cache_is_warm
 
 log = logging.getLogger("idlelab")
 
@@ -95,6 +96,11 @@ def render_page(view: RunView) -> bytes:
             ).decode(),
             "charts": charts.run_charts(result) if result is not None else {},
             "figures": charts.summary_figures(result) if result is not None else [],
+            "sender_rows": charts.sender_cost_rows(result) if result is not None else [],
+            "sender_note": charts.sender_cost_note(result) if result is not None else "",
+            # Only a waiting run's page says so (it is rendered per request; a finished one never).
+            "engine_compiling": view.status in ("queued", "running") and not cache_is_warm(),
+            "compiling_note": COMPILING_NOTE,
         },
     )
     return html.encode()

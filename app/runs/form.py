@@ -32,6 +32,8 @@ class FormSection:
     fields: list[FormField] = field(default_factory=list)
     note: str = ""
     id: str = ""
+    # Folded behind a disclosure: the first screen keeps platform, governor, states and load.
+    folded: bool = False
 
 
 def describe(path: str) -> str:
@@ -133,6 +135,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint="Blank: none. " + _CPUS_HINT.split(", or ")[1],
                 ),
             ],
+            folded=True,
         ),
         FormSection(
             "Governor",
@@ -157,8 +160,9 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("wakeups.tick.nohz", "NO_HZ_IDLE (governor may stop the tick)", "bool"),
                 FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
             ],
+            folded=True,
         ),
-        FormSection("Periodic timers (cyclictest-like)", [], id="timers"),
+        FormSection("Periodic timers (cyclictest-like)", [], id="timers", folded=True),
         FormSection(
             "Device interrupts (Poisson, per CPU; not visible to the governor)",
             [
@@ -195,6 +199,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("wakeups.sched_wakeups.senders", "Senders", "cpus", hint=_CPUS_HINT),
                 FormField("wakeups.sched_wakeups.targets", "Targets", "cpus", hint=_CPUS_HINT),
             ],
+            folded=True,
         ),
         FormSection(
             "IPI wake-up mechanism",
@@ -211,6 +216,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             costs,
             note="Blank keeps the platform's value (shown greyed, with its kind). Values marked "
             "estimate are guesses until someone publishes better.",
+            folded=True,
         ),
         FormSection(
             "Power (estimates)",
@@ -223,6 +229,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             ],
             note="All power figures are labelled estimates; per-state (core) power is in the C-states table "
             "above; uncore power is per package and package C-state (blank keeps the platform's).",
+            folded=True,
         ),
         FormSection(
             "Output",
@@ -230,6 +237,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("output.timeline_cpus", "Timeline CPUs", "int"),
                 FormField("output.timeline_ms", "Timeline length", "float", "ms"),
             ],
+            folded=True,
         ),
     ]
 

@@ -30,7 +30,8 @@ PAGE_SIZE = 25
 # Columns the runs table always shows; sorting by another adds it as a column.
 SHOWN_COLUMNS = {
     "created_at", "title", "status", "platform", "governor", "mechanism", "cpus", "duration_ms",
-    "wake_latency_mean_ns", "intr_latency_p99_ns", "ipis_sent", "ipis_avoided",
+    "wake_latency_mean_ns", "wake_latency_p99_ns", "intr_latency_p99_ns", "ipis_sent", "ipis_avoided",
+    "energy_joules",
 }  # fmt: skip
 SORTS = [(c, Run.__table__.c[c].info["label"]) for c in SORTABLE_COLUMNS]
 
@@ -92,6 +93,7 @@ def runs_page(
     governor: str | None = Query(default=None, max_length=32),
     mechanism: str | None = Query(default=None, max_length=32),
     status: RunStatus | None = None,
+    q: str | None = Query(default=None, max_length=200),
     sort: str = Query(default="created_at", max_length=64),
     order: str = Query(default="desc", max_length=4),
     page: int = Query(default=1, ge=1, le=10**9),
@@ -103,6 +105,7 @@ def runs_page(
             "governor": governor,
             "mechanism": mechanism,
             "status": status,
+            "q": q,
         }.items()
         if v
     }
@@ -119,10 +122,11 @@ def runs_page(
             "pages": max(1, math.ceil(listing.total / PAGE_SIZE)),
             "has_next": page * PAGE_SIZE < listing.total,
             "filters": filters,
-            "sort": sort,
-            "order": order,
+            # As the list read them: `sort=-col` (the API's syntax) is `col`, descending.
+            "sort": listing.sort,
+            "order": listing.order,
             "sorts": SORTS,
-            "extra": None if sort in SHOWN_COLUMNS else (sort, dict(SORTS).get(sort, sort)),
+            "extra": None if listing.sort in SHOWN_COLUMNS else (listing.sort, dict(SORTS)[listing.sort]),
             "platforms": [p["name"] for p in _platforms(session)],
             "governors": list(get_args(GovernorName)),
             "mechanisms": list(get_args(Mechanism)),
@@ -145,6 +149,24 @@ def run_csv(run_id: str, session: SessionDep) -> StreamingResponse:
         raise NotFound(f"run {run_id!r} has no result yet (status {view.status})")
     headers = {"Content-Disposition": f'attachment; filename="idlelab-{run_id}.csv"'}
     return StreamingResponse(result_csv(view.result), media_type="text/csv; charset=utf-8", headers=headers)
+
+
+@router.get("/runs/{run_id}/per-cpu.csv", name="run_per_cpu_csv")
+def run_per_cpu_csv(run_id: str, session: SessionDep) -> Response:
+    """The per-CPU residency table: one row per logical CPU (socket, core, thread), a column per
+    state and C0, shares in %, as the run page's heatmap shows them."""
+    view = views.load_run_view(session, run_id)
+    if view.result is None:
+        raise NotFound(f"run {run_id!r} has no result yet (status {view.status})")
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    names = charts.per_cpu_names(view.result)
+    w.writerow(["cpu", "socket", "core", "thread", *(f"{n}%" for n in names)])
+    rows = view.result["per_cpu_residency"]
+    for socket, core, thread, cpu in charts.cpu_places(view.result):
+        w.writerow([cpu, socket, core, thread, *(f"{v * 100:.4f}" for v in rows[cpu])])
+    headers = {"Content-Disposition": f'attachment; filename="idlelab-{run_id}-per-cpu.csv"'}
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.get("/runs/{run_id}", name="run_page")
@@ -237,7 +259,7 @@ def _run_label(run: Mapping[str, Any], i: int) -> str:
 
 def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Compared metrics for display: ns shown in us, shares in %, each delta judged better/worse/same
-    by the metric's direction (|delta| < 0.05% counts as the same)."""
+    by the metric's direction (|delta| < 0.05 % or pp counts as the same)."""
     rows = []
     for m in metrics:
         scale, unit = {"ns": (1e-3, "us"), "share": (100.0, "%")}.get(m["unit"], (1.0, m["unit"]))
@@ -245,12 +267,12 @@ def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         if all(v is None for v in values):
             continue
         deltas = []
-        for i, pct in enumerate(m["deltas_pct"]):
+        for i, delta in enumerate(m["deltas"]):
             verdict = None
-            if i > 0 and pct is not None and m["better"]:
-                improved = (pct < 0) == (m["better"] == "lower")
-                verdict = "same" if abs(pct) < 0.05 else ("better" if improved else "worse")
-            deltas.append({"pct": pct, "verdict": verdict})
+            if i > 0 and delta is not None and m["better"]:
+                improved = (delta < 0) == (m["better"] == "lower")
+                verdict = "same" if abs(delta) < 0.05 else ("better" if improved else "worse")
+            deltas.append({"value": delta, "unit": m["delta_unit"], "verdict": verdict})
         estimate = m["group"] == "energy" or "estimate" in m["label"]
         rows.append({**m, "unit": unit, "values": values, "deltas": deltas, "estimate": estimate})
     return rows

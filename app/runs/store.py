@@ -19,14 +19,15 @@ from sqlalchemy import (
     Row,
     bindparam,
     delete,
+    event,
     func,
     select,
     type_coerce,
     update,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
 
-from app.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, UTCDateTime, config_summary, utcnow
+from app.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, RunChanges, UTCDateTime, config_summary, utcnow
 from engine import SimConfig
 from engine import engine_version as current_engine_version
 
@@ -37,6 +38,33 @@ _LIST_PAGE_COLS = [
     type_coerce(c, DateTime()).label(c.key) if isinstance(c.type, UTCDateTime) else c for c in _LIST_COLS
 ]
 FINISHED = ("done", "failed")
+
+
+# --- the change counter: every write to runs bumps it in its own transaction ---------------------
+
+_BUMP = update(RunChanges).where(RunChanges.id == 1).values(count=RunChanges.count + 1)
+_CHANGES = select(RunChanges.count).where(RunChanges.id == 1)
+
+
+def changes(db: Session | Connection) -> int:
+    """How many times runs have changed: list answers are cached under this count."""
+    conn = db.connection() if isinstance(db, Session) else db
+    return int(conn.execute(_CHANGES).scalar() or 0)
+
+
+# One rule instead of a call in every write path (and none a new path could forget): any ORM
+# insert, update or delete of runs bumps the counter in the same transaction.
+@event.listens_for(Session, "do_orm_execute")
+def _bump_on_write(state: ORMExecuteState) -> None:
+    if (state.is_update or state.is_delete) and state.bind_mapper is not None:
+        if state.bind_mapper.class_ is Run:
+            state.session.connection().execute(_BUMP)
+
+
+@event.listens_for(Session, "before_flush")
+def _bump_on_add(session: Session, flush_context: UOWTransaction, instances: object) -> None:
+    if any(isinstance(obj, Run) for obj in (*session.new, *session.dirty, *session.deleted)):
+        session.connection().execute(_BUMP)
 
 
 def new_run_id() -> str:

@@ -5,6 +5,8 @@ parsed (with orjson) only when a page needs the numbers."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +29,8 @@ from engine import BUILTIN_PLATFORMS, SimConfig
 from engine.config import config_errors
 
 CONFIG_LOC: tuple[str, ...] = ("body", "config")
+# Said (page and stderr) while a run waits for the engine's first compilation.
+COMPILING_NOTE = "compiling the engine, first run after install (~20 s); later runs start at once"
 MAX_COMPARE = 8
 
 
@@ -47,8 +51,15 @@ def resolve_config(session: Session, data: Any, loc: Sequence[str | int] = CONFI
     name = data.get("platform")
     if isinstance(name, str) and name not in BUILTIN_PLATFORMS and data.get("platform_table") is None:
         row = platform_store.get_platform(session, name)
-        if row is not None:
-            data = {**data, "platform_table": orjson.loads(row.table)}
+        if row is None:
+            custom = [p.name for p in platform_store.list_platforms(session)]
+            raise InvalidInput.one(
+                [*loc, "platform"],
+                f"unknown platform {name!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}; "
+                + (f"custom tables are {', '.join(custom)}" if custom else "there are no custom tables"),
+                "value_error",
+            )
+        data = {**data, "platform_table": orjson.loads(row.table)}
     try:
         config = SimConfig.model_validate(data)
     except ValidationError as exc:
@@ -209,6 +220,58 @@ def list_runs_view(
     )
 
 
+class ListCache:
+    """`GET /api/runs` answers as bytes, keyed by their normalised query and valid while the
+    database's change count (`store.changes`, bumped by every write to runs, from any process) is
+    the one they were made under: no per-request part inside, nothing spliced."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[Any, ...], tuple[int, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], changes: int) -> bytes | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != changes:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: tuple[Any, ...], changes: int, body: bytes) -> None:
+        with self._lock:
+            self._entries[key] = (changes, body)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+
+def list_runs_json(
+    conn: Connection,
+    cache: ListCache,
+    *,
+    sort: str,
+    order: str | None,
+    limit: int,
+    offset: int,
+    **filters: str | None,
+) -> bytes:
+    """The `GET /api/runs` body: from the cache while no run changed, else read and kept. The count
+    is read before the rows, so rows kept under a count are never older than it (a write between
+    the two reads leaves newer rows under an older count: the next request misses and reads again)."""
+    column, descending = parse_sort(sort, order)
+    key = (column, descending, limit, offset, *sorted((k, v) for k, v in filters.items() if v))
+    changes = store.changes(conn)
+    body = cache.get(key, changes)
+    if body is None:
+        view = list_runs_view(
+            conn, sort=column, order="desc" if descending else "asc", limit=limit, offset=offset, **filters
+        )
+        body = view.to_json()
+        cache.put(key, changes, body)
+    return body
+
+
 # --- compare -----------------------------------------------------------------------------------
 
 
@@ -227,8 +290,13 @@ def parse_ids(ids: str | Sequence[str]) -> list[str]:
     return out
 
 
-def _delta_pct(v0: float | None, v: float | None) -> float | None:
-    if v0 is None or v is None or v0 == 0:
+def _delta(v0: float | None, v: float | None, unit: str) -> float | None:
+    """`v` against `v0`: percentage points for a share, else percent (None from a zero)."""
+    if v0 is None or v is None:
+        return None
+    if unit == "share":
+        return (v - v0) * 100.0
+    if v0 == 0:
         return None
     return (v - v0) / abs(v0) * 100.0
 
@@ -240,7 +308,7 @@ class CompareView:
 
 
 def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
-    """Aligned metrics of 2..8 runs, with percent deltas against the first. `NotFound` names a
+    """Aligned metrics of 2..8 runs, with deltas against the first (pp for shares, else %). `NotFound` names a
     missing id; runs not yet done are included with null values and `complete` false."""
     run_ids = parse_ids(ids)
     rows = store.get_rows(session, run_ids)
@@ -259,7 +327,7 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
     metrics = []
     for m in charts.compare_metrics(names):
         values = [m.value(r) for r in results]
-        deltas = [None if values[0] is None else 0.0] + [_delta_pct(values[0], v) for v in values[1:]]
+        deltas = [None if values[0] is None else 0.0] + [_delta(values[0], v, m.unit) for v in values[1:]]
         metrics.append(
             ComparedMetric(
                 key=m.key,
@@ -268,7 +336,8 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
                 unit=m.unit,
                 better=m.better,
                 values=values,
-                deltas_pct=deltas,
+                delta_unit="pp" if m.unit == "share" else "%",
+                deltas=deltas,
             )
         )
     runs = [

@@ -55,7 +55,11 @@ async function fillCompareCandidates(list) {
 }
 
 wireCopyButtons();
+// Asked for when the field is first used, so the page's own drawing goes first.
 const candidates = document.getElementById("compare-candidates");
-if (candidates) fillCompareCandidates(candidates);
+const compareWith = document.getElementById("compare-with");
+if (candidates && compareWith) {
+  compareWith.addEventListener("focus", () => fillCompareCandidates(candidates), { once: true });
+}
 const section = document.getElementById("run-progress");
 if (section) poll(section);

@@ -246,6 +246,8 @@ function showErrors(detail) {
       slot.textContent = slot.textContent ? `${slot.textContent}; ${item.msg}` : item.msg;
       const field = slot.closest(".field");
       if (field) field.classList.add("invalid");
+      const fold = slot.closest("details");
+      if (fold) fold.open = true;  // an error in a folded section opens it
       first = first || slot;
     } else {
       unplaced.push(`${parts.join(".") || "config"}: ${item.msg}`);

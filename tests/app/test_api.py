@@ -145,10 +145,17 @@ def test_compare_aligns_metrics_with_deltas(client: httpx.Client) -> None:
     ):
         assert key in metrics, key
     sent = metrics["ipi.ipis_sent"]
-    assert sent["values"] == [a["result"]["ipi"]["ipis_sent"], b["result"]["ipi"]["ipis_sent"]]
+    assert sent["values"] == [
+        r["result"]["ipi"]["ipis_sent"] + r["result"]["ipi"]["sched_ipis_sent"] for r in (a, b)
+    ]
     v0, v1 = sent["values"]
+    assert sent["delta_unit"] == "%"
     if v0:
-        assert sent["deltas_pct"][1] == pytest.approx((v1 - v0) / v0 * 100)
+        assert sent["deltas"][1] == pytest.approx((v1 - v0) / v0 * 100)
+    # Shares change in percentage points: 0.25 -> 0.5 is +25 pp, not +100%.
+    busy = metrics["busy_share"]
+    assert busy["delta_unit"] == "pp"
+    assert busy["deltas"][1] == pytest.approx((busy["values"][1] - busy["values"][0]) * 100)
     assert client.get("/api/compare", params={"ids": f"{a['id']},nope"}).status_code == 404
     assert client.get("/api/compare", params={"ids": a["id"]}).status_code == 422
 
@@ -179,6 +186,12 @@ def test_platforms_builtin_and_custom(client: httpx.Client) -> None:
     assert [s["name"] for s in r.json()["table"]["states"]] == ["POLL", "C1", "C6"]
     assert client.post("/api/platforms", json=body).status_code == 409
     assert client.get("/api/platforms/mytable").status_code == 200
+    # An unknown name lists the custom tables beside the built-in ones.
+    r = client.post("/api/runs", json={"config": {"platform": "nope"}})
+    assert r.status_code == 422
+    error = r.json()["detail"][0]
+    assert error["loc"] == ["body", "config", "platform"]
+    assert "built-in tables are icx, skx, wsm" in error["msg"] and "mytable" in error["msg"]
 
     run = client.post("/api/runs?wait=true", json={"config": small_config(platform="mytable")}).json()
     assert run["status"] == "done", run["error"]
@@ -222,3 +235,38 @@ def test_deleting_the_original_keeps_its_copies(client: httpx.Client) -> None:
     # A finished run never changes: it still names the run it copied, as plain text.
     assert kept["status"] == "done" and kept["reused_from"] == first["id"]
     assert kept["result"] == first["result"]
+
+
+def test_list_answers_follow_every_change(client: httpx.Client) -> None:
+    """The list is served from cached bytes: each write (submit, progress, finish, delete) must
+    still show in the next answer of the very same query."""
+    query = {"q": "cache-follow", "limit": 5}
+    assert client.get("/api/runs", params=query).json()["total"] == 0
+    created = submit(client, small_config(seed=31), title="cache-follow")
+    first = client.get("/api/runs", params=query).json()
+    assert [r["id"] for r in first["runs"]] == [created["id"]]
+    wait_finished(client, created["id"])
+    listed = client.get("/api/runs", params=query).json()["runs"][0]
+    assert listed["status"] == "done" and listed["wake_latency_p99_ns"] is not None
+    r = client.delete(f"/api/runs/{created['id']}", headers={"X-Delete-Token": created["delete_token"]})
+    assert r.status_code == 204
+    assert client.get("/api/runs", params=query).json()["total"] == 0
+
+
+def test_one_ipi_count_everywhere(client: httpx.Client) -> None:
+    """IPIs sent and avoided count smp_call_function_single() calls and scheduler wake-ups together,
+    in the list, the run and compare alike."""
+    a = wait_finished(client, submit(client, small_config(seed=41), title="ipi-count")["id"])
+    ipi = a["result"]["ipi"]
+    assert ipi["sched_ipis_sent"] + ipi["sched_ipis_avoided"] > 0  # both sources present
+    listed = client.get("/api/runs", params={"q": "ipi-count"}).json()["runs"][0]
+    assert listed["ipis_sent"] == ipi["ipis_sent"] + ipi["sched_ipis_sent"]
+    assert listed["ipis_avoided"] == ipi["ipis_avoided"] + ipi["sched_ipis_avoided"]
+    b = wait_finished(client, submit(client, small_config(seed=42))["id"])
+    metrics = {
+        m["key"]: m
+        for m in client.get("/api/compare", params={"ids": f"{a['id']},{b['id']}"}).json()["metrics"]
+    }
+    assert metrics["ipi.ipis_sent"]["values"][0] == listed["ipis_sent"]
+    assert metrics["ipi.calls.ipis_sent"]["values"][0] == ipi["ipis_sent"]
+    assert metrics["ipi.sched_ipis_sent"]["values"][0] == ipi["sched_ipis_sent"]

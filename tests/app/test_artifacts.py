@@ -151,3 +151,16 @@ def test_the_run_page_shows_the_hardware_view_beside_the_os_view(app_client: Any
 def _table(html: str, css_class: str) -> str:
     start = html.index(f'<table class="{css_class}">')
     return html[start : html.index("</table>", start) + len("</table>")]
+
+
+def test_a_waiting_run_says_the_engine_compiles_while_it_does(app_client: Any, monkeypatch: Any) -> None:
+    from app.runs import artifacts
+
+    run_id, _ = done_run(app_client.app, title="waits")
+    _set(app_client.app, run_id, status="queued", result=None, page=None, page_version=None)
+    monkeypatch.setattr(artifacts, "cache_is_warm", lambda: False)
+    page = app_client.get(f"/runs/{run_id}").text
+    assert "compiling the engine, first run after install (~20 s)" in page
+    monkeypatch.setattr(artifacts, "cache_is_warm", lambda: True)
+    app_client.app.state.artifacts.discard(run_id)
+    assert "compiling the engine" not in app_client.get(f"/runs/{run_id}").text

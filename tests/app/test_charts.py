@@ -36,13 +36,14 @@ def axis_title(fig: dict[str, Any], axis: str) -> str:
 def test_registry_names_and_builders(result: dict[str, Any]) -> None:
     assert list(charts.CHARTS) == [
         "residency",
-        "residency_per_cpu",
+        "latency_tail",
+        "hardware",
         "latency_histogram",
         "latency_cdf",
         "wake_vs_intr",
         "ipi_cycles",
+        "residency_per_cpu",
         "timeline",
-        "hardware",
     ]
     for name in charts.CHARTS:
         fig = charts.run_chart(name, result)
@@ -122,18 +123,50 @@ def test_wake_vs_intr(result: dict[str, Any]) -> None:
         assert trace["marker"]["color"] == charts.state_color(name)
 
 
-def test_ipi_cycles_by_locality_and_mechanism(result: dict[str, Any], other: dict[str, Any]) -> None:
+def test_ipi_cycles_stacked_by_part(result: dict[str, Any], other: dict[str, Any]) -> None:
     one = charts.ipi_cycles_figure(result)
-    assert len(one["data"]) == 1
+    assert one["layout"]["barmode"] == "stack"
+    assert [t["name"] for t in one["data"]] == [
+        "call setup",
+        "csd_lock() wait",
+        "cache-line transfers",
+        "APIC send",
+    ]
     # One socket: the other-socket categories are left out, not drawn as zeros.
-    assert all("same socket" in x for x in one["data"][0]["x"])
-    assert axis_title(one, "yaxis") == "Sender cost (TSC cycles, mean)"
+    assert all("same socket" in x for t in one["data"] for x in t["x"])
+    # The stacked parts add up to each bar's mean, as the engine reports it.
+    same = result["ipi"]["same_socket"]
+    idle = [t["y"][0] for t in one["data"]]
+    assert sum(idle) == pytest.approx(same["idle_target_mean_cycles"])
+    rows = charts.sender_cost_rows(result)
+    assert rows[0]["target"] == "same socket, idle target" and rows[0]["parts"] == pytest.approx(idle)
+    assert "csd_lock() waiting is same socket, idle target" in charts.sender_cost_note(result)
     both = charts.ipi_cycles_figure([("A", result), ("B", other)])
-    assert len(both["data"]) == 2
-    assert any("other socket" in x for x in both["data"][1]["x"])
-    colors = [t["marker"]["color"] for t in both["data"]]
-    assert colors == [charts.MECHANISM_COLORS["tif_polling"], charts.MECHANISM_COLORS["ipi"]]
+    assert len(both["data"]) == 8  # four parts, two runs
+    assert any("other socket, idle target · B" in x for x in both["data"][1]["x"])
     assert "pattern" in both["data"][1]["marker"]  # the second run is told apart by a pattern
+    assert [t["showlegend"] for t in both["data"][:2]] == [True, False]
+
+
+def test_tail_plot_percentiles_on_log_log_axes(result: dict[str, Any]) -> None:
+    fig = charts.latency_tail_figure(result)
+    assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
+    wake = next(t for t in fig["data"] if t["legendgroup"] == "wake")
+    stats = result["latency"]["wake"]
+    assert wake["text"][:3] == ["p50", "p90", "p99"]
+    assert wake["x"][:3] == pytest.approx([2, 10, 100])
+    # A percentile beyond what the samples can tell (p99.9 of under 1,000) is left out.
+    assert ("p99.9" in wake["text"]) == (stats["count"] > 1000)
+    assert wake["y"][2] == pytest.approx(stats["p99_ns"] / 1000, rel=1e-4)
+    # The maximum sits at x = n (the max of n samples is their 1 - 1/n quantile).
+    assert wake["text"][-1] == "max" and wake["x"][-1] == stats["count"]
+    assert wake["y"][-1] == pytest.approx(stats["max_ns"] / 1000, rel=1e-4)
+    assert wake["y"] == sorted(wake["y"])
+
+
+def test_histogram_offers_log_counts(result: dict[str, Any]) -> None:
+    menu = charts.latency_histogram_figure(result)["layout"]["updatemenus"][0]
+    assert [b["args"][0]["yaxis.type"] for b in menu["buttons"]] == ["linear", "log"]
 
 
 def test_timeline(result: dict[str, Any]) -> None:
@@ -181,7 +214,7 @@ def test_state_colour_is_the_same_on_every_chart(result: dict[str, Any], other: 
 
 def test_compare_charts_tell_runs_apart(result: dict[str, Any], other: dict[str, Any]) -> None:
     figs = charts.compare_charts([("A", result), ("B", other)])
-    assert set(figs) == {"residency", "latency_cdf", "wake_vs_intr", "ipi_cycles", "hardware"}
+    assert set(figs) == set(charts.CHARTS) - {"residency_per_cpu", "timeline"}
     cdf = figs["latency_cdf"]["data"]
     dashes = {t["name"].rsplit(" · ", 1)[1]: t["line"]["dash"] for t in cdf}
     assert dashes == {"A": "solid", "B": "dash"}
@@ -200,6 +233,8 @@ def test_platform_chart() -> None:
     points = {t["name"]: t for t in fig["data"] if t.get("showlegend") is not False}
     assert set(points) == {"C1", "C1E", "C6"}  # POLL (0, 0) cannot sit on log axes
     assert points["C6"]["x"] == [600.0] and points["C6"]["y"] == [133.0]
+    assert points["C6"]["text"] == ["C6 133/600 us"]  # labelled with its figures
+    assert fig["layout"]["xaxis"]["dtick"] == 1 and fig["layout"]["yaxis"]["dtick"] == 1
     # The C6 median is an estimate on skx and the hover says so.
     median = next(t for t in fig["data"] if t["name"].startswith("C6 median"))
     assert "ESTIMATE" in median["hovertemplate"]
@@ -232,7 +267,8 @@ def test_better_direction_and_verdicts() -> None:
                 "unit": "ns",
                 "better": "lower",
                 "values": [2000.0, 1000.0],
-                "deltas_pct": [0.0, -50.0],
+                "delta_unit": "%",
+                "deltas": [0.0, -50.0],
             },
             {
                 "key": "ipi.ipis_avoided",
@@ -241,7 +277,8 @@ def test_better_direction_and_verdicts() -> None:
                 "unit": "count",
                 "better": "higher",
                 "values": [10.0, 5.0],
-                "deltas_pct": [0.0, -50.0],
+                "delta_unit": "%",
+                "deltas": [0.0, -50.0],
             },
             {
                 "key": "residency.C6",
@@ -250,7 +287,8 @@ def test_better_direction_and_verdicts() -> None:
                 "unit": "share",
                 "better": None,
                 "values": [0.5, 0.25],
-                "deltas_pct": [0.0, -50.0],
+                "delta_unit": "pp",
+                "deltas": [0.0, -25.0],
             },
         ]
     )
@@ -258,6 +296,7 @@ def test_better_direction_and_verdicts() -> None:
     assert rows[0]["deltas"][1]["verdict"] == "better"
     assert rows[1]["deltas"][1]["verdict"] == "worse"
     assert rows[2]["unit"] == "%" and rows[2]["deltas"][1]["verdict"] is None
+    assert rows[2]["deltas"][1]["unit"] == "pp" and rows[2]["deltas"][1]["value"] == -25.0
 
 
 def test_json_script_cannot_break_out() -> None:

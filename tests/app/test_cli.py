@@ -7,16 +7,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT, sqlite_url
+from tests.conftest import REPO_ROOT, free_port, sqlite_url
 
 
 def idlelab(
-    *args: str, cwd: Path, db: Path | None = None, stdin: str | None = None
+    *args: str, cwd: Path, db: Path | None = None, stdin: str | None = None, **env_vars: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db")}
+    env = {**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db"), **env_vars}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=cwd,
@@ -109,3 +110,35 @@ def test_db_upgrade_works_from_any_directory(tmp_path: Path) -> None:
     assert not (elsewhere / "migrations").exists() and (REPO_ROOT / "migrations").is_dir()
     proc = idlelab("db", "downgrade", "base", cwd=elsewhere, db=db)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_saved_link_is_the_server_holding_the_run_or_says_it_is_a_guess(
+    tmp_path: Path, server_factory: Any
+) -> None:
+    small = ["--duration-ms", "5", "--sockets", "1", "--cores-per-socket", "2", "-q", "--save"]
+    nobody = f"http://127.0.0.1:{free_port()}"
+    proc = idlelab("run", *small, cwd=tmp_path, db=tmp_path / "idlelab.db", IDLELAB_PUBLIC_URL=nobody)
+    assert proc.returncode == 0, proc.stderr
+    assert f"saved: {nobody}/runs/" in proc.stdout
+    assert "the link is a guess (no server answers there)" in proc.stderr
+    assert "IDLELAB_PUBLIC_URL" in proc.stderr
+
+    server = server_factory().start()  # on the same database
+    proc = idlelab("run", *small, cwd=tmp_path, db=tmp_path / "idlelab.db", IDLELAB_PUBLIC_URL=server.url)
+    assert proc.returncode == 0, proc.stderr
+    assert f"saved: {server.url}/runs/" in proc.stdout
+    assert "guess" not in proc.stderr
+
+
+def test_a_cold_engine_says_it_compiles(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import engine.jit
+    from app import cli
+
+    monkeypatch.setattr(engine.jit, "cache_is_warm", lambda: False)
+    cli.warm()
+    assert "compiling the engine, first run after install (~20 s)" in capsys.readouterr().err
+    monkeypatch.setattr(engine.jit, "cache_is_warm", lambda: True)
+    cli.warm()
+    assert capsys.readouterr().err == ""

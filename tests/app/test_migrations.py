@@ -58,3 +58,36 @@ def test_sqlite_pragmas(tmp_path: Path) -> None:
             assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
     finally:
         db_engine.dispose()
+
+
+def test_ipi_counts_recounted_both_ways(tmp_path: Path) -> None:
+    """0004 makes `ipis_sent`/`ipis_avoided` count calls and scheduler wake-ups together (from the
+    stored result), and its downgrade puts back the calls alone."""
+    import orjson
+    from sqlalchemy import select, update
+
+    from app.db import make_sessionmaker, session_scope
+    from app.models import Run
+    from app.runs import store
+    from engine import SimConfig
+
+    url = sqlite_url(tmp_path / "m.db")
+    upgrade_db(url)
+    db_engine = make_db_engine(url)
+    ipi = {"ipis_sent": 3, "ipis_avoided": 40, "sched_ipis_sent": 5, "sched_ipis_avoided": 70}
+    try:
+        with session_scope(make_sessionmaker(db_engine)) as session:
+            run_id = store.create_run(session, SimConfig()).run.id
+            session.execute(update(Run).where(Run.id == run_id).values(result=orjson.dumps({"ipi": ipi})))
+
+        def counts() -> tuple[int, int]:
+            with db_engine.connect() as conn:
+                row = conn.execute(select(Run.ipis_sent, Run.ipis_avoided).where(Run.id == run_id)).one()
+            return row[0], row[1]
+
+        downgrade_db(url, "0003")
+        assert counts() == (3, 40)
+        upgrade_db(url)
+        assert counts() == (8, 110)
+    finally:
+        db_engine.dispose()

@@ -95,7 +95,14 @@ class Tab:
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
     def wait_charts(self) -> None:
+        """Scroll to each chart in turn (charts below the screen are drawn when scrolled near),
+        then wait until every one is drawn (a run page still in progress reloads with them)."""
+        self.page.wait_for_selector("[data-chart-name]", state="attached")
+        for plot in self.page.query_selector_all("[data-chart-name]"):
+            plot.scroll_into_view_if_needed()
+            self.page.wait_for_selector(f"#{plot.get_attribute('id')}[data-drawn='true']")
         self.page.wait_for_selector("body[data-charts-drawn='true']")
+        self.page.evaluate("window.scrollTo(0, 0)")
 
     def close(self) -> None:
         self.context.close()

@@ -4,18 +4,19 @@ escaping, and a form input for every SimConfig field. HTML is checked by parsing
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, get_args
 
 import httpx
-import plotly
 import pytest
 from pydantic import BaseModel
 
 from app.charts import CHARTS
-from app.web import CSP
+from app.web import CSP, STATIC_DIR
 from engine import SimConfig
 from tests.browser.conftest import SMALL, run_and_wait
 
@@ -108,10 +109,9 @@ def test_plotly_served_locally_precompressed_and_immutable(
     srcs = [s["src"] for s in page.scripts if s.get("src") and "plotly" in str(s["src"])]
     assert len(srcs) == 1
     src = str(srcs[0])
-    from plotly.offline import get_plotlyjs_version
-
-    assert src == f"/vendor/plotly-{get_plotlyjs_version()}.min.js"
-    bundle = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    assert src == "/vendor/plotly-cartesian-4.1.1.min.js"
+    bundle = (STATIC_DIR / "vendor" / "plotly-cartesian-4.1.1.min.js").read_bytes()
+    assert b"plotly.js (cartesian - minified) v4.1.1" in bundle[:200]
     r = api.get(src, headers={"Accept-Encoding": "gzip"})
     assert r.status_code == 200
     assert r.headers["content-encoding"] == "gzip"
@@ -221,3 +221,27 @@ def test_rerun_prefill(api: httpx.Client) -> None:
     prefill = json.loads(page.script_text["prefill-data"])
     assert prefill["governor"]["name"] == "teo" and prefill["seed"] == 77 and prefill["title"] == "prefill me"
     assert api.get("/runs/new?from=no-such-run", headers={"Accept": "text/html"}).status_code == 404
+
+
+def test_per_cpu_table_download_by_socket_core_thread(api: httpx.Client, default_run: dict[str, Any]) -> None:
+    """The default run: 2 sockets x 24 cores x 2 threads. Rows go socket, core, thread; CPU numbers
+    follow Linux per socket (every core's first thread, then the second): S0 core 0 is CPUs 0 and 24."""
+    r = api.get(f"/runs/{default_run['id']}/per-cpu.csv")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+    assert "attachment" in r.headers["content-disposition"]
+    rows = list(csv.reader(io.StringIO(r.text)))
+    result = default_run["result"]
+    assert rows[0][:4] == ["cpu", "socket", "core", "thread"] and rows[0][-1] == "C0%"
+    body = rows[1:]
+    assert len(body) == result["cpus"] == 96
+    assert [row[:4] for row in body[:3]] == [
+        ["0", "0", "0", "0"],
+        ["24", "0", "0", "1"],
+        ["1", "0", "1", "0"],
+    ]
+    assert body[48][:4] == ["48", "1", "0", "0"]
+    cpu24 = next(row for row in body if row[0] == "24")
+    assert [float(v) for v in cpu24[4:]] == pytest.approx(
+        [v * 100 for v in result["per_cpu_residency"][24]], abs=1e-3
+    )
+    assert api.get("/runs/nope/per-cpu.csv").status_code == 404
