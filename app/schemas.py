@@ -145,6 +145,10 @@ class ComparedMetric(BaseModel):
     values: list[float | None]
     delta_unit: Literal["%", "pp"]
     deltas: list[float | None]
+    deltas_pct: list[float | None] = Field(
+        description="Relative change in percent for every metric, shares included (kept for scripts "
+        "that read it; `deltas` in `delta_unit` is the one to read)."
+    )
 
 
 class ComparedMeasurement(BaseModel):

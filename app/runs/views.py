@@ -328,6 +328,7 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
     for m in charts.compare_metrics(names):
         values = [m.value(r) for r in results]
         deltas = [None if values[0] is None else 0.0] + [_delta(values[0], v, m.unit) for v in values[1:]]
+        relative = [None if values[0] is None else 0.0] + [_delta(values[0], v, "") for v in values[1:]]
         metrics.append(
             ComparedMetric(
                 key=m.key,
@@ -338,6 +339,7 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
                 values=values,
                 delta_unit="pp" if m.unit == "share" else "%",
                 deltas=deltas,
+                deltas_pct=relative,
             )
         )
     runs = [

@@ -155,6 +155,9 @@ def test_compare_aligns_metrics_with_deltas(client: httpx.Client) -> None:
     # Shares change in percentage points: 0.25 -> 0.5 is +25 pp, not +100%.
     busy = metrics["busy_share"]
     assert busy["delta_unit"] == "pp"
+    # The percent change of every metric stays, for the scripts that read it.
+    b0, b1 = busy["values"]
+    assert busy["deltas_pct"][1] == pytest.approx((b1 - b0) / abs(b0) * 100)
     assert busy["deltas"][1] == pytest.approx((busy["values"][1] - busy["values"][0]) * 100)
     assert client.get("/api/compare", params={"ids": f"{a['id']},nope"}).status_code == 404
     assert client.get("/api/compare", params={"ids": a["id"]}).status_code == 422
