@@ -123,7 +123,7 @@ def plotly_js_url() -> str:
 # A stored page links the plotly bundle by version and the static files by path: a page rendered
 # by another render version is rendered again when served. Bump the number when templates change
 # in a way that matters to stored pages.
-RENDER_VERSION = f"1-plotly-{plotly_js_version()}"
+RENDER_VERSION = f"2-plotly-{plotly_js_version()}"
 
 
 @cache
