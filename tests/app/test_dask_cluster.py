@@ -19,7 +19,7 @@ from sqlalchemy import select
 from app.db import make_db_engine, make_sessionmaker, session_scope
 from app.models import Run
 from tests.app.factories import POLL_TIMEOUT_S, submit, wait_finished
-from tests.conftest import free_port, sqlite_url
+from tests.conftest import free_port
 
 DASK = str(Path(sys.executable).parent / "dask")
 # 24 points of about a tenth of a second each (a 2-socket skx, several simulated seconds).
@@ -90,8 +90,8 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
         cluster.stop()
 
 
-def _points(db: Path) -> list[dict[str, Any]]:
-    db_engine = make_db_engine(sqlite_url(db))
+def _points(db_url: str) -> list[dict[str, Any]]:
+    db_engine = make_db_engine(db_url)
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
             rows = session.execute(select(Run.id, Run.sweep_index, Run.status, Run.result, Run.error))
@@ -110,9 +110,9 @@ def _wait_sweep(client: httpx.Client, sweep_id: str, until: Any) -> dict[str, An
         time.sleep(0.1)
 
 
-def _assert_every_point_done_once(sweep: dict[str, Any], db: Path) -> None:
+def _assert_every_point_done_once(sweep: dict[str, Any], db_url: str) -> None:
     assert sweep["status"] == "done" and sweep["counts"]["done"] == 24, sweep["counts"]
-    rows = _points(db)
+    rows = _points(db_url)
     # One run per point, none added by a retry, each done with its result.
     assert sorted(r["sweep_index"] for r in rows) == list(range(24))
     assert {r["status"] for r in rows} == {"done"} and all(r["result"] for r in rows)
@@ -121,7 +121,7 @@ def _assert_every_point_done_once(sweep: dict[str, Any], db: Path) -> None:
 
 @pytest.mark.slow
 def test_a_sweep_survives_a_worker_killed_mid_sweep(
-    dask_cluster: DaskCluster, server_factory: Any, tmp_path: Path
+    dask_cluster: DaskCluster, server_factory: Any, db_url: str
 ) -> None:
     dask_cluster.start_scheduler()
     victim = dask_cluster.start_worker()
@@ -135,11 +135,11 @@ def test_a_sweep_survives_a_worker_killed_mid_sweep(
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
         sweep = _wait_sweep(client, sweep_id, lambda s: s["status"] not in ("queued", "running"))
-    _assert_every_point_done_once(sweep, tmp_path / "idlelab.db")
+    _assert_every_point_done_once(sweep, db_url)
 
 
 @pytest.mark.slow
-def test_the_same_sweep_on_the_default_local_cluster(server_factory: Any, tmp_path: Path) -> None:
+def test_the_same_sweep_on_the_default_local_cluster(server_factory: Any, db_url: str) -> None:
     server = server_factory(workers=2).start()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
         sweep_id = client.post("/api/sweeps", json=SWEEP).json()["id"]
@@ -151,7 +151,7 @@ def test_the_same_sweep_on_the_default_local_cluster(server_factory: Any, tmp_pa
             return s["status"] not in ("queued", "running")
 
         sweep = _wait_sweep(client, sweep_id, finished)
-    _assert_every_point_done_once(sweep, tmp_path / "idlelab.db")
+    _assert_every_point_done_once(sweep, db_url)
     assert seen_running  # progress was shown on the way
 
 
