@@ -91,7 +91,8 @@ def _redact(url: str) -> str:
 # --- run -----------------------------------------------------------------------------------------
 
 
-def _load_config_file(path: str) -> dict[str, Any]:
+def load_json_file(path: str, what: str) -> dict[str, Any]:
+    """A JSON object from a file ('-': stdin); `what` names it in the error when it is not one."""
     import orjson
 
     try:
@@ -103,7 +104,12 @@ def _load_config_file(path: str) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise CliError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise CliError(f"{path}: the config must be a JSON object")
+        raise CliError(f"{path}: {what} must be a JSON object")
+    return data
+
+
+def _load_config_file(path: str) -> dict[str, Any]:
+    data = load_json_file(path, "the config")
     # A saved RunCreate body ({"config": {...}, "title": ...}) is accepted too.
     if set(data) <= {"config", "title", "unlisted"} and isinstance(data.get("config"), dict):
         data = data["config"]

@@ -11,7 +11,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 POLL_S = 0.5
@@ -21,21 +20,6 @@ def _fail(message: str) -> Exception:
     from app.cli import CliError
 
     return CliError(message)
-
-
-def load(path: str) -> dict[str, Any]:
-    """The sweep file: a `POST /api/sweeps` body as JSON."""
-    try:
-        raw = sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as exc:
-        raise _fail(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise _fail(f"{path}: invalid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise _fail(f"{path}: a sweep is a JSON object with `base` and `axes`")
-    return data
 
 
 def _errors(detail: Any) -> str:
@@ -132,7 +116,9 @@ def on_scheduler(body: dict[str, Any], scheduler: str, factory: Any, base_url: s
 
 
 def cmd_sweep(args: argparse.Namespace, database: Any, settings: Any) -> int:
-    body = load(args.file)
+    from app.cli import load_json_file
+
+    body = load_json_file(args.file, "a sweep (`base` and `axes`)")
     if args.scheduler:
         with database() as factory:
             return on_scheduler(body, args.scheduler, factory, settings.base_url())

@@ -31,7 +31,9 @@ def new_sweep_page(request: Request) -> Response:
         request,
         "sweep_new.html",
         {
-            "example": orjson.dumps(example, option=orjson.OPT_INDENT_2).decode(),
+            "title": example["title"],
+            "base": orjson.dumps(example["base"], option=orjson.OPT_INDENT_2).decode(),
+            "example": example,
             "max_points": views.MAX_POINTS,
         },
     )

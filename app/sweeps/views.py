@@ -97,6 +97,11 @@ def _set(data: dict[str, Any], full: Mapping[str, Any], path: str, value: Any) -
     node[last] = value
 
 
+def _message(exc: InvalidInput) -> str:
+    """A config's errors in one line, each naming its field (`governor.name: ...`)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.detail)
+
+
 def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Point]]:
     """The base (custom platform resolved) and every point, validated; `InvalidInput` naming
     `axes.N.path`, `axes.N.values.M` or `axes` otherwise."""
@@ -137,8 +142,9 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
             try:
                 resolve_config(session, data, loc=())
             except InvalidInput as exc:
-                msg = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.detail)
-                errors.append({"loc": _loc("axes", n, "values", m), "msg": msg, "type": "value_error"})
+                errors.append(
+                    {"loc": _loc("axes", n, "values", m), "msg": _message(exc), "type": "value_error"}
+                )
     if errors:
         raise InvalidInput(errors)
     points = []
@@ -150,8 +156,7 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
         try:
             config = resolve_config(session, data, loc=())
         except InvalidInput as exc:  # values fine alone, refused together
-            msg = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.detail)
-            raise InvalidInput.one(_loc("axes"), f"point {values}: {msg}", "value_error") from None
+            raise InvalidInput.one(_loc("axes"), f"point {values}: {_message(exc)}", "value_error") from None
         points.append(Point(index, values, config))
     return base, points
 
