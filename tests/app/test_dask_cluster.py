@@ -165,3 +165,25 @@ def test_runs_wait_queued_until_the_scheduler_answers(dask_cluster: DaskCluster,
         dask_cluster.start_scheduler()
         dask_cluster.start_worker()
         assert wait_finished(client, run["id"])["status"] == "done"
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_sends_its_runs_back_to_the_queue(
+    dask_cluster: DaskCluster, server_factory: Any, db_url: str
+) -> None:
+    dask_cluster.start_scheduler()
+    dask_cluster.start_worker()
+    server = server_factory(workers=0, env={"IDLELAB_DASK_SCHEDULER": dask_cluster.address}).start()
+    with httpx.Client(base_url=server.url, timeout=120.0) as client:
+        sweep_id = client.post("/api/sweeps", json=SWEEP).json()["id"]
+        _wait_sweep(client, sweep_id, lambda s: s["counts"]["done"] >= 2 and s["counts"]["running"] >= 1)
+        assert dask_cluster.scheduler is not None
+        os.killpg(dask_cluster.scheduler.pid, signal.SIGKILL)
+        dask_cluster.scheduler.wait()
+        # Nothing computes now: the points that were running go back to the queue.
+        stalled = _wait_sweep(client, sweep_id, lambda s: s["counts"]["running"] == 0)
+        assert stalled["status"] == "running" and stalled["counts"]["queued"] > 0
+        dask_cluster.start_scheduler()  # back at the same address, with a new worker
+        dask_cluster.start_worker()
+        sweep = _wait_sweep(client, sweep_id, lambda s: s["status"] not in ("queued", "running"))
+    _assert_every_point_done_once(sweep, db_url)
