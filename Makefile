@@ -37,7 +37,8 @@ postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		$(SUDO) mkdir -p /etc/postgresql-common && \
 		echo 'create_main_cluster = false' | $(SUDO) tee -a /etc/postgresql-common/createcluster.conf >/dev/null && \
-		$(SUDO) apt-get update && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; \
+		$(SUDO) apt-get update && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql; \
 	fi
 
 test: setup chromium postgres
