@@ -52,9 +52,9 @@ SWEEP_PRIORITY = 0
 # warm-up) must not delay page and API answers. On an idle core they run at full speed.
 WORKER_NICENESS = 10
 PROGRESS_EVERY_S = 0.1
-HEARTBEAT_S = 3.0
+HEARTBEAT_S = 2.0
 # A runner silent this long is gone: its running runs go back to the queue.
-STALE_S = 15.0
+STALE_S = 8.0
 REAP_EVERY_S = 30.0
 RECONNECT_PAUSE_S = 2.0
 
