@@ -91,6 +91,7 @@ def runs_page(
     governor: str | None = Query(default=None, max_length=32),
     mechanism: str | None = Query(default=None, max_length=32),
     status: RunStatus | None = None,
+    sweep: str | None = Query(default=None, max_length=24),
     sort: str = Query(default="created_at", max_length=64),
     order: str = Query(default="desc", max_length=4),
     page: int = Query(default=1, ge=1, le=10**9),
@@ -102,6 +103,7 @@ def runs_page(
             "governor": governor,
             "mechanism": mechanism,
             "status": status,
+            "sweep": sweep,
         }.items()
         if v
     }

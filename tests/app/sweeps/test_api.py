@@ -57,6 +57,8 @@ def test_points_are_hidden_from_run_lists_unless_asked_for(app_client: Any) -> N
     assert not ids & listed
     asked = app_client.get(f"/api/runs?sweep={made['id']}&limit=200").json()
     assert {r["id"] for r in asked["runs"]} == ids and asked["total"] == 6
+    page = app_client.get(f"/runs?sweep={made['id']}").text
+    assert all(run_id in page for run_id in ids)
 
 
 def test_an_unlisted_sweep_and_its_points_are_found_only_by_link(app_client: Any) -> None:
