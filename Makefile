@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.idlelab-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup migrate warm serve test chromium bench lint clean
+.PHONY: setup migrate warm serve test chromium postgres bench lint clean
 
 $(STAMP): pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
@@ -35,11 +35,22 @@ chromium:
 		$(SUDO) apt-get update && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
 
-test: setup chromium
+# PostgreSQL's binaries for the tests' PostgreSQL half: the tests start a throwaway server of their
+# own (tests/postgres.py), so the package must not create a cluster of its own.
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		$(SUDO) mkdir -p /etc/postgresql-common && \
+		echo 'create_main_cluster = false' | $(SUDO) tee -a /etc/postgresql-common/createcluster.conf >/dev/null && \
+		$(SUDO) apt-get update && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql; \
+	fi
+
+test: setup chromium postgres
 	$(BIN)/python -m pytest
 
 bench: setup
 	$(BIN)/python bench/api.py
+	$(BIN)/python bench/sweep.py
 
 lint: setup
 	$(BIN)/ruff check app engine tests bench migrations

@@ -1,4 +1,5 @@
-"""The `idlelab` command: serve, run, platforms (and `platforms import`), collect, import, db upgrade.
+"""The `idlelab` command: serve, run, platforms (and `platforms import`), collect, import, validate,
+sweep, db upgrade.
 
 Errors are one line on stderr and a non-zero exit, never a traceback. Heavy imports (FastAPI,
 uvicorn, SQLAlchemy, the engine) happen inside the commands: job workers are spawned processes that
@@ -91,7 +92,8 @@ def _redact(url: str) -> str:
 # --- run -----------------------------------------------------------------------------------------
 
 
-def _load_config_file(path: str) -> dict[str, Any]:
+def load_json_file(path: str, what: str) -> dict[str, Any]:
+    """A JSON object from a file ('-': stdin); `what` names it in the error when it is not one."""
     import orjson
 
     try:
@@ -103,7 +105,12 @@ def _load_config_file(path: str) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise CliError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise CliError(f"{path}: the config must be a JSON object")
+        raise CliError(f"{path}: {what} must be a JSON object")
+    return data
+
+
+def _load_config_file(path: str) -> dict[str, Any]:
+    data = load_json_file(path, "the config")
     # A saved RunCreate body ({"config": {...}, "title": ...}) is accepted too.
     if set(data) <= {"config", "title", "unlisted"} and isinstance(data.get("config"), dict):
         data = data["config"]
@@ -477,6 +484,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if body["all_ok"] else 1
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from app.sweeps import cli
+
+    return cli.cmd_sweep(args, _database, _settings())
+
+
 def cmd_db(args: argparse.Namespace) -> int:
     from app.db import downgrade_db, upgrade_db
 
@@ -558,6 +571,14 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="each published figure beside the simulated one")
     validate.add_argument("--json", action="store_true", help="print the GET /api/validation body")
     validate.set_defaults(func=cmd_validate)
+
+    sweep = sub.add_parser("sweep", help="run a sweep (a POST /api/sweeps body), a line per point")
+    sweep.add_argument("file", help="the sweep as JSON ('-' for stdin)")
+    sweep.add_argument("--server", help="the server to post it to (default http://IDLELAB_HOST:IDLELAB_PORT)")
+    sweep.add_argument(
+        "--scheduler", help="compute it here on this Dask cluster (tcp://HOST:PORT) into the configured DB"
+    )
+    sweep.set_defaults(func=cmd_sweep)
 
     db = sub.add_parser("db", help="database migrations")
     db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)

@@ -29,7 +29,12 @@ class Settings(BaseSettings):
         default_factory=_default_workers,
         ge=0,
         le=256,
-        description="Simulation worker processes (0: runs stay queued; useful for tests).",
+        description="Dask worker processes of the local cluster (0: runs stay queued; useful for tests).",
+    )
+    dask_scheduler: str = Field(
+        default="",
+        max_length=300,
+        description="A running Dask scheduler (tcp://HOST:PORT) to compute on instead of a local cluster.",
     )
     max_body_bytes: int = Field(default=256 * 1024, ge=1024, description="Largest request body (413 above).")
     import_max_body_bytes: int = Field(

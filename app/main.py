@@ -1,8 +1,9 @@
 """The FastAPI app: `create_app(settings=None)` wires settings, database, job runner and the
-slices' routers (runs, platforms, scenarios), behind `app.web`'s outermost middleware.
+slices' routers (runs, platforms, scenarios, sweeps), behind `app.web`'s outermost middleware.
 
 On start (lifespan) it applies the Alembic migrations, requeues runs a stopped server left
-`running`, and starts the worker pool; on stop it stops the pool (runs in flight are requeued).
+`running`, and starts the job runner (which builds its Dask client in the background); on stop
+it stops the runner (runs in flight are requeued).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from app.runs.views import ListCache
 from app.scenarios import api as scenarios_api
 from app.scenarios import pages as scenarios_pages
 from app.schemas import RunCreate
+from app.sweeps import api as sweeps_api
+from app.sweeps import pages as sweeps_pages
 from engine import ENGINE_VERSION
 
 ROUTERS = (
@@ -41,10 +44,12 @@ ROUTERS = (
     platforms_api.router,
     scenarios_api.router,
     measurements_api.router,
+    sweeps_api.router,
     runs_pages.router,
     measurements_pages.router,
     platforms_pages.router,
     scenarios_pages.router,
+    sweeps_pages.router,
 )
 
 
@@ -77,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     runner = JobRunner(
         sessionmaker,
         workers=settings.workers,
+        scheduler=settings.dask_scheduler,
         progress_step=settings.progress_step,
         reuse=settings.reuse_results,
     )

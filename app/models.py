@@ -1,5 +1,5 @@
-"""ORM tables: runs (summary columns for fast lists, and their immutable artifacts), custom platforms,
-measurements imported from real machines."""
+"""ORM tables: runs (summary columns for fast lists, and their immutable artifacts), sweeps, the
+processes that run them (runners), custom platforms, measurements imported from real machines."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Float,
+    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -118,6 +119,15 @@ class Run(Base):
     # `engine.engine_version()` (numpy and numba included) of the server that queued it; once done,
     # the version in its result.
     engine_version: Mapped[str] = mapped_column(String(200))
+    # A sweep's point: its sweep and its index in the sweep's cartesian product (values derived from it).
+    sweep_id: Mapped[str | None] = mapped_column(
+        String(24), ForeignKey("sweeps.id", ondelete="CASCADE"), default=None, index=True
+    )
+    sweep_index: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Who computes it: the claim (one per attempt; a result is recorded only under the claim it was
+    # computed for) and the runner process holding it (`runners`, its heartbeat says it is alive).
+    claim: Mapped[str | None] = mapped_column(String(32), default=None)
+    claimed_by: Mapped[str | None] = mapped_column(String(32), default=None)
     # The id of the run whose result this one copied: plain text, so it survives the original's
     # deletion (a finished run's bytes never change).
     reused_from: Mapped[str | None] = mapped_column(String(24), default=None)
@@ -206,6 +216,34 @@ class RunChanges(Base):
     count: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
+class Sweep(Base):
+    """A base config and axes (a config path and its values); its points are runs."""
+
+    __tablename__ = "sweeps"
+    __table_args__ = (Index("ix_sweeps_unlisted_created_at", "unlisted", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(24), primary_key=True)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
+    delete_token_hash: Mapped[str] = mapped_column(String(64))
+    # The base config (as given, a custom platform's table resolved) and the axes, as JSON.
+    base: Mapped[str] = mapped_column(Text)
+    axes: Mapped[str] = mapped_column(Text)
+    n_points: Mapped[int] = mapped_column(Integer)
+    cancelled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Runner(Base):
+    """A process that claims runs; a fresh heartbeat means its claims are alive (restart recovery
+    leaves them alone)."""
+
+    __tablename__ = "runners"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class CustomPlatform(Base):
     """A user's C-state table on a built-in platform's topology, costs and power."""
 
@@ -260,7 +298,9 @@ SORTABLE_COLUMNS = _columns("label")
 LIST_COLUMNS = tuple(
     c.name
     for c in Run.__table__.columns
-    if c.name not in ("delete_token_hash", "config_hash", "config", "result", "page", "page_version")
+    if c.name
+    not in ("delete_token_hash", "config_hash", "config", "result", "page", "page_version")
+    + ("claim", "claimed_by")
 )
 
 

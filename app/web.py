@@ -119,7 +119,7 @@ def plotly_js_url() -> str:
 # A stored page links the plotly bundle by version and the static files by path: a page rendered
 # by another render version is rendered again when served. Bump the number when templates change
 # in a way that matters to stored pages.
-RENDER_VERSION = f"3-{PLOTLY_JS_NAME}"
+RENDER_VERSION = f"4-{PLOTLY_JS_NAME}"
 
 
 @cache

@@ -4,6 +4,10 @@
 SQLite file, waits until it answers, yields its base URL, and stops it (session-scoped: the
 browser tests reuse it). `ServerProcess` does the same for tests that need their own server
 (restart recovery). `app_client` is an in-process TestClient on a migrated temporary database.
+
+Storage, API and job tests run against SQLite and PostgreSQL (`db_url`, `app_client` and
+`server_factory` are parametrized): the server `IDLELAB_TEST_POSTGRES_URL` names, else a throwaway
+one started here from Debian's binaries (`tests/postgres.py`); skipped only without them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests import postgres
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 120.0  # a cold numba cache compiles the engine in the workers; the server answers sooner
@@ -40,9 +46,9 @@ class ServerProcess:
     """`python -m app.cli serve` in its own process group, logging to a file."""
 
     def __init__(
-        self, db_path: Path, log_path: Path, *, workers: int = 1, env: dict[str, str] | None = None
+        self, database_url: str, log_path: Path, *, workers: int = 1, env: dict[str, str] | None = None
     ) -> None:
-        self.db_path = db_path
+        self.database_url = database_url
         self.log_path = log_path
         self.workers = workers
         self.extra_env = env or {}
@@ -58,7 +64,7 @@ class ServerProcess:
         self.port = free_port()
         env = {
             **os.environ,
-            "IDLELAB_DATABASE_URL": sqlite_url(self.db_path),
+            "IDLELAB_DATABASE_URL": self.database_url,
             "IDLELAB_WORKERS": str(self.workers),
             "IDLELAB_LOG_LEVEL": "warning",
             **self.extra_env,
@@ -122,20 +128,51 @@ class ServerProcess:
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a real server on a temporary SQLite file (one per test session)."""
     workdir = tmp_path_factory.mktemp("live_server")
-    server = ServerProcess(workdir / "idlelab.db", workdir / "server.log").start()
+    server = ServerProcess(sqlite_url(workdir / "idlelab.db"), workdir / "server.log").start()
     try:
         yield server.url
     finally:
         server.stop()
 
 
+DATABASES = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """Admin URL of the PostgreSQL server the tests create their databases on."""
+    url = os.environ.get(postgres.URL_ENV)
+    if url:
+        yield url
+        return
+    if postgres.bindir() is None:
+        pytest.skip(
+            f"no PostgreSQL: neither {postgres.URL_ENV} nor /usr/lib/postgresql/*/bin "
+            "(`.ci/run` installs Debian's postgresql)"
+        )
+    with postgres.throwaway_server() as url:
+        yield url
+
+
+def _database_url(request: pytest.FixtureRequest, directory: Path) -> str:
+    if request.param == "sqlite":
+        return sqlite_url(directory / "idlelab.db")
+    return postgres.fresh_database(request.getfixturevalue("postgres_server"))
+
+
+@pytest.fixture(params=DATABASES)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database of each kind (not migrated)."""
+    return _database_url(request, tmp_path)
+
+
 @pytest.fixture
-def server_factory(tmp_path: Path) -> Iterator[Any]:
-    """Make (and always stop) servers of one test, sharing its temporary database."""
+def server_factory(db_url: str, tmp_path: Path) -> Iterator[Any]:
+    """Make (and always stop) servers of one test, sharing its temporary database (`db_url`)."""
     servers: list[ServerProcess] = []
 
     def make(**kwargs: Any) -> ServerProcess:
-        server = ServerProcess(tmp_path / "idlelab.db", tmp_path / "server.log", **kwargs)
+        server = ServerProcess(db_url, tmp_path / "server.log", **kwargs)
         servers.append(server)
         return server
 
@@ -152,14 +189,14 @@ def _testclient() -> Any:
     return TestClient
 
 
-@pytest.fixture(scope="module")
-def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+@pytest.fixture(scope="module", params=DATABASES)
+def app_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """In-process client (lifespan run: migrations applied) with no workers: runs stay queued."""
     from app.config import Settings
     from app.main import create_app
 
-    db = tmp_path_factory.mktemp("app_client") / "idlelab.db"
-    app = create_app(Settings(database_url=sqlite_url(db), workers=0))
+    url = _database_url(request, tmp_path_factory.mktemp("app_client"))
+    app = create_app(Settings(database_url=url, workers=0))
     # A loopback base URL: a server bound to loopback answers only loopback Host names.
     with _testclient()(app, base_url="http://127.0.0.1") as client:
         yield client

@@ -112,6 +112,9 @@ async def list_runs(
     mechanism: Annotated[str | None, Query(max_length=32)] = None,
     status: RunStatus | None = None,
     q: Annotated[str | None, Query(max_length=200, description="Text in the title.")] = None,
+    sweep: Annotated[
+        str | None, Query(max_length=24, description="A sweep's points (hidden otherwise).")
+    ] = None,
     sort: Annotated[
         str,
         Query(max_length=64, description="A summary column (`-col` for descending); default newest first."),
@@ -132,6 +135,7 @@ async def list_runs(
             mechanism=mechanism,
             status=status,
             q=q,
+            sweep=sweep,
             sort=sort,
             order=order,
             limit=limit,

@@ -116,7 +116,8 @@ def finished_fields(
     reused_from: str | None = None,
 ) -> dict[str, Any]:
     """Every column a run gets when it finishes, its page included (rendered from the run as it
-    will read once done; `None` if rendering failed: the page is then rendered when asked for)."""
+    will read once done; `None` if rendering failed: the page is then rendered when asked for).
+    A sweep's points are not prerendered: hundreds of pages few will open."""
     if len(result_json) > MAX_RESULT_BYTES:
         raise ResultTooLarge(f"result of {len(result_json)} bytes over the limit of {MAX_RESULT_BYTES}")
     fields: dict[str, Any] = {
@@ -132,7 +133,7 @@ def finished_fields(
         "result": result_json,
     }
     try:
-        page = render_page(run_view({**row, **fields}))
+        page = None if row.get("sweep_id") else render_page(run_view({**row, **fields}))
     except Exception:  # noqa: BLE001 - a template error must not stop a run finishing
         log.exception("rendering the page of run %s failed", row["id"])
         page = None
@@ -150,8 +151,10 @@ def finish_run(
     wall_s: float,
     compile_s: float,
     reused_from: str | None = None,
+    claim: str | None = None,
 ) -> bool:
-    """Record a running run as done (False if it is no longer running: deleted, or finished)."""
+    """Record a running run as done (False if it is no longer running, or no longer under `claim`:
+    deleted, finished, or requeued)."""
     with session_scope(factory) as session:
         row = store.get_row(session, run_id)
     if row is None:
@@ -165,7 +168,7 @@ def finish_run(
         reused_from=reused_from,
     )
     with session_scope(factory) as session:
-        return store.record_result(session, run_id, fields)
+        return store.record_result(session, run_id, fields, claim=claim)
 
 
 def _api_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] | None:

@@ -94,6 +94,7 @@ def runs_page(
     mechanism: str | None = Query(default=None, max_length=32),
     status: RunStatus | None = None,
     q: str | None = Query(default=None, max_length=200),
+    sweep: str | None = Query(default=None, max_length=24),
     sort: str = Query(default="created_at", max_length=64),
     order: str = Query(default="desc", max_length=4),
     page: int = Query(default=1, ge=1, le=10**9),
@@ -106,6 +107,7 @@ def runs_page(
             "mechanism": mechanism,
             "status": status,
             "q": q,
+            "sweep": sweep,
         }.items()
         if v
     }

@@ -27,7 +27,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
 
-from app.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, RunChanges, UTCDateTime, config_summary, utcnow
+from app.models import (
+    LIST_COLUMNS,
+    SORTABLE_COLUMNS,
+    Run,
+    RunChanges,
+    Runner,
+    UTCDateTime,
+    config_summary,
+    utcnow,
+)
 from engine import SimConfig
 from engine import engine_version as current_engine_version
 
@@ -87,10 +96,17 @@ class NewRun:
 
 
 def create_run(
-    session: Session, config: SimConfig, *, title: str = "", unlisted: bool = False, status: str = "queued"
+    session: Session,
+    config: SimConfig,
+    *,
+    title: str = "",
+    unlisted: bool = False,
+    status: str = "queued",
+    sweep_id: str | None = None,
+    sweep_index: int | None = None,
 ) -> NewRun:
-    """Add a run (queued; `running` when this process computes or copies it at once); returns it
-    with its delete token (stored only as a hash)."""
+    """Add a run (queued; `running` when this process computes or copies it at once), a sweep's
+    point when `sweep_id` is given; returns it with its delete token (stored only as a hash)."""
     token = secrets.token_urlsafe(24)
     run = Run(
         id=new_run_id(),
@@ -104,6 +120,8 @@ def create_run(
         engine_version=current_engine_version(),
         created_at=utcnow(),
         started_at=utcnow() if status == "running" else None,
+        sweep_id=sweep_id,
+        sweep_index=sweep_index,
         **config_summary(config),
     )
     session.add(run)
@@ -162,11 +180,19 @@ class RunFilter:
     mechanism: str | None = None
     status: str | None = None
     q: str | None = None
+    sweep: str | None = None
 
 
 def _filtered(stmt: Any, filters: tuple[str, ...]) -> Any:
+    """Listed runs; a sweep's points only when that sweep is asked for."""
     stmt = stmt.where(Run.unlisted.is_(False))
+    if "sweep" in filters:
+        stmt = stmt.where(Run.sweep_id == bindparam("sweep"))
+    else:
+        stmt = stmt.where(Run.sweep_id.is_(None))
     for col in filters:
+        if col == "sweep":
+            continue
         if col == "q":
             stmt = stmt.where(Run.title.ilike(bindparam("q"), escape="\\"))
         else:
@@ -210,17 +236,24 @@ def delete_run(session: Session, run_id: str) -> None:
 # --- the job runner's writes (the web process is the only writer) -------------------------------
 
 
-def next_queued_ids(session: Session, limit: int) -> list[str]:
-    stmt = select(Run.id).where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(limit)
-    return list(session.scalars(stmt))
+def next_queued(session: Session, limit: int) -> list[tuple[str, bool]]:
+    """(id, is a sweep point) of the next queued runs: single runs first, then sweeps in order."""
+    stmt = (
+        select(Run.id, Run.sweep_id.is_not(None))
+        .where(Run.status == "queued")
+        .order_by(Run.sweep_id.is_not(None), Run.created_at, Run.sweep_index, Run.id)
+        .limit(limit)
+    )
+    return [(run_id, bool(point)) for run_id, point in session.execute(stmt)]
 
 
-def claim_run(session: Session, run_id: str, now: datetime) -> str | None:
-    """Move a queued run to running; returns its config JSON if this caller won it."""
+def claim_run(session: Session, run_id: str, now: datetime, *, claim: str, runner: str) -> str | None:
+    """Move a queued run to running under `claim`, held by `runner`; returns its config JSON if
+    this caller won it."""
     res = session.execute(
         update(Run)
         .where(Run.id == run_id, Run.status == "queued")
-        .values(status="running", started_at=now, progress=0.0)
+        .values(status="running", started_at=now, progress=0.0, claim=claim, claimed_by=runner)
         .execution_options(synchronize_session=False)
     )
     if res.rowcount != 1:  # type: ignore[attr-defined]
@@ -238,45 +271,97 @@ def set_progress(session: Session, progress: Mapping[str, float]) -> None:
         )
 
 
-def record_result(session: Session, run_id: str, fields: Mapping[str, Any]) -> bool:
+def _running(run_id: str, claim: str | None) -> Any:
+    """A run still running, and (when given) still under `claim`: an older attempt's answer, or a
+    second completion, then changes nothing."""
+    cond = (Run.id == run_id) & (Run.status == "running")
+    return cond if claim is None else cond & (Run.claim == claim)
+
+
+def record_result(
+    session: Session, run_id: str, fields: Mapping[str, Any], *, claim: str | None = None
+) -> bool:
     """Mark a running run done with `fields` (result, summary, page... from `views.finished_fields`).
-    A second completion, or one for a run no longer running, changes nothing (False)."""
+    A second completion, or one for a run no longer running (under `claim`), changes nothing (False)."""
     res = session.execute(
         update(Run)
-        .where(Run.id == run_id, Run.status == "running")
+        .where(_running(run_id, claim))
         .values(**fields)
         .execution_options(synchronize_session=False)
     )
     return res.rowcount == 1  # type: ignore[attr-defined]
 
 
-def fail_run(session: Session, run_id: str, error: str, *, wall_s: float | None = None) -> bool:
+def fail_run(
+    session: Session, run_id: str, error: str, *, wall_s: float | None = None, claim: str | None = None
+) -> bool:
+    where = (Run.id == run_id) & Run.status.in_(("queued", "running"))
     res = session.execute(
         update(Run)
-        .where(Run.id == run_id, Run.status.in_(("queued", "running")))
+        .where(where if claim is None else _running(run_id, claim))
         .values(status="failed", error=error, finished_at=utcnow(), wall_s=wall_s)
         .execution_options(synchronize_session=False)
     )
     return res.rowcount == 1  # type: ignore[attr-defined]
 
 
-def running_ids(session: Session) -> list[tuple[str, datetime]]:
-    """(id, started_at) of every running run."""
-    rows = session.execute(select(Run.id, Run.started_at).where(Run.status == "running"))
-    return [(run_id, started or utcnow()) for run_id, started in rows]
+def running_ids(session: Session, runner: str | None = None) -> list[tuple[str, datetime]]:
+    """(id, started_at) of the running runs `runner` holds or nobody claimed (all when None)."""
+    stmt = select(Run.id, Run.started_at).where(Run.status == "running")
+    if runner is not None:
+        stmt = stmt.where((Run.claimed_by == runner) | Run.claimed_by.is_(None))
+    return [(run_id, started or utcnow()) for run_id, started in session.execute(stmt)]
 
 
-def requeue_interrupted(session: Session, run_ids: Sequence[str] | None = None) -> int:
-    """Put runs left `running` (the server stopped mid-run) back in the queue."""
+_REQUEUED = {"status": "queued", "progress": 0.0, "started_at": None, "claim": None, "claimed_by": None}
+
+
+def requeue_interrupted(
+    session: Session,
+    run_ids: Sequence[str] | None = None,
+    *,
+    keep_runners: Sequence[str] = (),
+    unclaimed: bool = True,
+) -> int:
+    """Put runs left `running` (the server stopped mid-run) back in the queue, except those held
+    by `keep_runners` (live processes), and those no runner claimed unless `unclaimed`."""
     stmt = update(Run).where(Run.status == "running")
     if run_ids is not None:
         stmt = stmt.where(Run.id.in_(list(run_ids)))
+    if keep_runners:
+        stmt = stmt.where(Run.claimed_by.is_(None) | Run.claimed_by.not_in(list(keep_runners)))
+    if not unclaimed:
+        stmt = stmt.where(Run.claimed_by.is_not(None))
+    res = session.execute(stmt.values(**_REQUEUED).execution_options(synchronize_session=False))
+    return int(res.rowcount)  # type: ignore[attr-defined]
+
+
+def requeue_claim(session: Session, run_id: str, claim: str) -> bool:
+    """Requeue one run if it is still running under `claim` (its computation was lost)."""
     res = session.execute(
-        stmt.values(status="queued", progress=0.0, started_at=None).execution_options(
+        update(Run).where(_running(run_id, claim)).values(**_REQUEUED).execution_options(
             synchronize_session=False
         )
     )
-    return int(res.rowcount)  # type: ignore[attr-defined]
+    return res.rowcount == 1  # type: ignore[attr-defined]
+
+
+def heartbeat(session: Session, runner: str, now: datetime) -> None:
+    """Say `runner` is alive (its claims are not to be requeued by another process)."""
+    if session.get(Runner, runner) is None:
+        session.add(Runner(id=runner, heartbeat_at=now))
+    else:
+        session.execute(update(Runner).where(Runner.id == runner).values(heartbeat_at=now))
+
+
+def live_runners(session: Session, since: datetime) -> list[str]:
+    """Runners whose heartbeat is newer than `since`; the older ones are forgotten."""
+    session.execute(delete(Runner).where(Runner.heartbeat_at < since))
+    return list(session.scalars(select(Runner.id)))
+
+
+def forget_runner(session: Session, runner: str) -> None:
+    session.execute(delete(Runner).where(Runner.id == runner))
 
 
 def run_status(session: Session, run_id: str) -> str | None:

@@ -204,8 +204,8 @@ def list_runs_view(
     offset: int = 0,
     **filters: str | None,
 ) -> RunListView:
-    """Listed (not unlisted) runs, filtered (`platform`, `governor`, `mechanism`, `status`, `q`)
-    and sorted, newest first by default."""
+    """Listed (not unlisted) runs, filtered (`platform`, `governor`, `mechanism`, `status`, `q`;
+    a sweep's points only with `sweep`) and sorted, newest first by default."""
     column, descending = parse_sort(sort, order)
     f = store.RunFilter(**filters)
     rows, total = store.list_runs(db, f, sort=column, descending=descending, limit=limit, offset=offset)

@@ -123,8 +123,9 @@ def test_saved_link_is_the_server_holding_the_run_or_says_it_is_a_guess(
     assert "the link is a guess (no server answers there)" in proc.stderr
     assert "IDLELAB_PUBLIC_URL" in proc.stderr
 
-    server = server_factory().start()  # on the same database
-    proc = idlelab("run", *small, cwd=tmp_path, db=tmp_path / "idlelab.db", IDLELAB_PUBLIC_URL=server.url)
+    server = server_factory().start()
+    on_its_database = {"IDLELAB_DATABASE_URL": server.database_url, "IDLELAB_PUBLIC_URL": server.url}
+    proc = idlelab("run", *small, cwd=tmp_path, **on_its_database)
     assert proc.returncode == 0, proc.stderr
     assert f"saved: {server.url}/runs/" in proc.stdout
     assert "guess" not in proc.stderr

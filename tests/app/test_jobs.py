@@ -1,10 +1,11 @@
-"""The job runner through a real server: failures are stored, restarts recover interrupted runs."""
+"""The job runner through a real server: failures are stored, restarts recover interrupted runs;
+claims: a result is recorded once, under the claim it was computed for."""
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,14 +20,13 @@ from app.models import Run
 from app.runs import store
 from engine import SimConfig
 from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finished
-from tests.conftest import sqlite_url
 
 # About 4 million events: long enough to be caught mid-run, short enough for CI.
 LONG_CONFIG: dict[str, Any] = {"duration_ms": 60000, "title": "long"}
 
 
-def _snapshot(db: Path) -> dict[str, dict[str, Any]]:
-    db_engine = make_db_engine(sqlite_url(db))
+def _snapshot(db_url: str) -> dict[str, dict[str, Any]]:
+    db_engine = make_db_engine(db_url)
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
             rows = session.scalars(select(Run)).all()
@@ -36,11 +36,10 @@ def _snapshot(db: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: Any, tmp_path: Path) -> None:
-    db = tmp_path / "idlelab.db"
+def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: Any, db_url: str) -> None:
     server = server_factory().start()
     # A run whose stored config the engine cannot read: inserted behind the API's back.
-    db_engine = make_db_engine(sqlite_url(db))
+    db_engine = make_db_engine(db_url)
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
             bad = store.create_run(session, SimConfig(), title="broken")
@@ -58,8 +57,7 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
 
 
 @pytest.mark.slow
-def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, tmp_path: Path) -> None:
-    db = tmp_path / "idlelab.db"
+def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, db_url: str) -> None:
     server = server_factory().start()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
         done = client.post("/api/runs?wait=true", json={"config": small_config(), "title": "before"}).json()
@@ -68,7 +66,7 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
         wait_finished(client, long["id"], statuses=("running",))
     server.kill()  # a crash mid-run: no shutdown hook runs
 
-    before = _snapshot(db)
+    before = _snapshot(db_url)
     assert before[long["id"]]["status"] == "running"
 
     server = server_factory().start()
@@ -77,7 +75,7 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
         assert finished["status"] == "done", finished["error"]
         assert finished["title"] == "long"
         assert finished["result"]["duration_ns"] == 60000 * 1_000_000
-    after = _snapshot(db)
+    after = _snapshot(db_url)
     assert set(after) == set(before)
     assert after[done["id"]] == before[done["id"]]
     changed = {k for k in after[long["id"]] if after[long["id"]][k] != before[long["id"]][k]}
@@ -93,12 +91,14 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, t
         "compile_s",
         "page",
         "page_version",
+        "claim",
+        "claimed_by",
     }
     assert changed <= allowed | summary_cols
 
 
-def test_requeue_interrupted_touches_only_running_runs(tmp_path: Path) -> None:
-    url = sqlite_url(tmp_path / "r.db")
+def test_requeue_interrupted_touches_only_running_runs(db_url: str) -> None:
+    url = db_url
     upgrade_db(url)
     db_engine = make_db_engine(url)
     factory = make_sessionmaker(db_engine)
@@ -137,41 +137,44 @@ def test_progress_is_recorded_while_running(server_factory: Any) -> None:
         assert any(0 < p < 1 for p in seen), seen
 
 
-def test_workers_yield_the_cpu_to_the_web_process(tmp_path: Path) -> None:
-    url = sqlite_url(tmp_path / "nice.db")
+def test_workers_yield_the_cpu_to_the_web_process(db_url: str) -> None:
+    url = db_url
     upgrade_db(url)
     db_engine = make_db_engine(url)
     runner = JobRunner(make_sessionmaker(db_engine), workers=1)
     runner.start()
     try:
-        pid = runner._workers[0].process.pid
-        assert pid is not None
-        own = os.getpriority(os.PRIO_PROCESS, 0)
-        deadline = time.monotonic() + POLL_TIMEOUT_S  # the worker renices itself as it starts
-        while os.getpriority(os.PRIO_PROCESS, pid) == own and time.monotonic() < deadline:
+        deadline = time.monotonic() + POLL_TIMEOUT_S  # the client is built in the background
+        while runner._slots == 0:
+            assert time.monotonic() < deadline
             time.sleep(0.05)
-        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, own + WORKER_NICENESS)
+        pids = list(runner._client.run(os.getpid).values())
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids] == [min(19, own + WORKER_NICENESS)]
     finally:
         runner.stop()
         db_engine.dispose()
 
 
-def _runner_with_a_running_run(tmp_path: Path) -> tuple[Any, Any, str]:
-    url = sqlite_url(tmp_path / "w.db")
-    upgrade_db(url)
-    factory = make_sessionmaker(make_db_engine(url))
+@pytest.fixture
+def running_run(db_url: str) -> Iterator[tuple[Any, Any, str]]:
+    """(a runner without workers, its sessionmaker, a run left running) on a migrated database."""
+    upgrade_db(db_url)
+    db_engine = make_db_engine(db_url)
+    factory = make_sessionmaker(db_engine)
     with session_scope(factory) as session:
         run_id = store.create_run(session, SimConfig(duration_ms=1), status="running").run.id
-    return JobRunner(factory, workers=0), factory, run_id
+    yield JobRunner(factory, workers=0), factory, run_id
+    db_engine.dispose()
 
 
 def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    running_run: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import app.jobs
     import app.runs.artifacts
 
-    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    runner, factory, run_id = running_run
     attempts = []
 
     def disk_full(*args: Any, **kwargs: Any) -> bool:
@@ -187,20 +190,56 @@ def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
         assert run.status == "failed" and "database or disk is full" in run.error
 
 
-def test_a_result_over_the_size_limit_fails_the_run_at_once(tmp_path: Path) -> None:
+def test_a_result_over_the_size_limit_fails_the_run_at_once(running_run: Any) -> None:
     from app.runs.artifacts import MAX_RESULT_BYTES
 
-    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+    runner, factory, run_id = running_run
     runner._record(run_id, b" " * (MAX_RESULT_BYTES + 1), "v", 0.5, 0.0)
     with session_scope(factory) as session:
         run = session.get(Run, run_id)
         assert run.status == "failed" and "over the limit" in run.error and run.result is None
 
 
-def test_runs_running_with_no_live_job_are_reaped(tmp_path: Path) -> None:
-    runner, factory, run_id = _runner_with_a_running_run(tmp_path)
+def test_runs_running_with_no_live_job_are_reaped(running_run: Any) -> None:
+    runner, factory, run_id = running_run
     assert runner.reap(grace_s=60) == 0  # just started: maybe in flight
     assert runner.reap(grace_s=0) == 1
     with session_scope(factory) as session:
         run = session.get(Run, run_id)
         assert run.status == "failed" and "no job" in run.error
+
+
+def test_a_result_is_recorded_only_under_its_claim(running_run: Any) -> None:
+    from datetime import UTC, datetime
+
+    runner, factory, _ = running_run
+    with session_scope(factory) as session:
+        run_id = store.create_run(session, SimConfig(duration_ms=1)).run.id
+    with session_scope(factory) as session:
+        assert store.claim_run(session, run_id, datetime.now(UTC), claim="new", runner="r") is not None
+    result = b'{"busy_share": 0.5}'
+    runner._record(run_id, result, "v", 0.5, 0.0, claim="old")  # an earlier attempt's answer
+    with session_scope(factory) as session:
+        assert store.run_status(session, run_id) == "running"
+    runner._record(run_id, result, "v", 0.5, 0.0, claim="new")
+    runner._record(run_id, b'{"busy_share": 0.9}', "v", 0.5, 0.0, claim="new")  # a second completion
+    with session_scope(factory) as session:
+        run = session.get(Run, run_id)
+        assert run.status == "done" and run.busy_share == 0.5
+
+
+def test_recover_leaves_the_runs_of_a_live_runner_alone(running_run: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    runner, factory, _ = running_run
+    now = datetime.now(UTC)
+    with session_scope(factory) as session:
+        ids = [store.create_run(session, SimConfig(duration_ms=1)).run.id for _ in range(2)]
+        store.heartbeat(session, "alive", now)
+        store.heartbeat(session, "gone", now - timedelta(hours=1))
+    with session_scope(factory) as session:
+        for run_id, holder in zip(ids, ("alive", "gone"), strict=True):
+            store.claim_run(session, run_id, now, claim=holder, runner=holder)
+    runner.recover(unclaimed=False)
+    with session_scope(factory) as session:
+        assert [store.run_status(session, i) for i in ids] == ["running", "queued"]

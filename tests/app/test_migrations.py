@@ -18,8 +18,8 @@ def test_exactly_one_head() -> None:
     assert len(ScriptDirectory.from_config(alembic_config()).get_heads()) == 1
 
 
-def test_upgrade_to_head_and_down_to_base(tmp_path: Path) -> None:
-    url = sqlite_url(tmp_path / "m.db")
+def test_upgrade_to_head_and_down_to_base(db_url: str) -> None:
+    url = db_url
     upgrade_db(url)
     db_engine = make_db_engine(url)
     try:
@@ -35,8 +35,8 @@ def test_upgrade_to_head_and_down_to_base(tmp_path: Path) -> None:
         db_engine.dispose()
 
 
-def test_models_match_migrations(tmp_path: Path) -> None:
-    url = sqlite_url(tmp_path / "m.db")
+def test_models_match_migrations(db_url: str) -> None:
+    url = db_url
     upgrade_db(url)
     db_engine = make_db_engine(url)
     try:

@@ -66,7 +66,11 @@ def test_readme_curl_examples(live_server: str) -> None:
             client.post(f"{live_server}/api/runs?wait=true", json={"config": small_config(seed=s)}).json()
             for s in (501, 502, 503)
         ]
+        one_point = {"base": small_config(), "axes": [{"path": "seed", "values": [1]}]}
+        sweep = client.post(f"{live_server}/api/sweeps", json=one_point).json()
         subs = {
+            "SWEEP_ID": sweep["id"],
+            "SWEEP_TOKEN": sweep["delete_token"],
             "RUN_ID": made[0]["id"],
             "TOKEN_FROM_THE_POST": made[0]["delete_token"],
             "RUN_A": made[1]["id"],

@@ -1,0 +1,1 @@
+"""Sweeps: a base config and axes whose cartesian product is a set of ordinary runs."""

@@ -1,0 +1,311 @@
+"""Sweeps: a base config and axes in, validated points out (`expand`), submitted as runs through
+the job runner (`submit`); `sweep_view` is the one loader of `/sweeps/{id}` and its JSON twin."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import itertools
+import math
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
+
+from app.errors import InvalidInput, NotFound
+from app.jobs import JobRunner, RunSpec
+from app.models import RESULT_SUMMARY_COLUMNS, Run, Sweep, utcnow
+from app.runs import store as run_store
+from app.runs.views import resolve_config, run_path
+from app.sweeps import store
+from engine import SimConfig
+
+MAX_POINTS = 1000
+PLATFORM_PATH = "platform"
+# Metrics a sweep's charts and table offer: the runs' summary columns (no result is parsed).
+METRICS: dict[str, str] = {name: str(Run.__table__.c[name].info["label"]) for name in RESULT_SUMMARY_COLUMNS}
+LATENCY_METRIC = "wake_latency_p99_ns"
+ENERGY_METRIC = "energy_joules"
+
+
+class Axis(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Annotated[str, Field(min_length=1, max_length=200, description="A config path: `governor.name`.")]
+    values: Annotated[list[Any], Field(min_length=1, max_length=MAX_POINTS)]
+
+
+class SweepCreate(BaseModel):
+    """Body of `POST /api/sweeps`: points are the cartesian product of the axes' values (at most
+    1,000), each an ordinary run of `base` with those values set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: Annotated[str, Field(max_length=200)] = ""
+    base: dict[str, Any] = Field(default_factory=dict, description="A SimConfig (`{}`: the default run).")
+    axes: Annotated[list[Axis], Field(min_length=1, max_length=8)]
+    unlisted: bool = Field(default=False, description="Only the sweep's link finds it and its points.")
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    values: dict[str, Any]
+    config: SimConfig
+
+
+def sweep_path(sweep_id: str) -> str:
+    return f"/sweeps/{sweep_id}"
+
+
+def _loc(*parts: str | int) -> list[str | int]:
+    return ["body", *parts]
+
+
+def _names_a_field(full: Any, path: str) -> bool:
+    node = full
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def _set(data: dict[str, Any], full: Mapping[str, Any], path: str, value: Any) -> None:
+    """Set `path` in the config as given; a level it leaves out is copied from the full config."""
+    if path == PLATFORM_PATH:
+        # Another platform: the base's resolved table (a custom platform's) must not come along.
+        data.pop("platform_table", None)
+    parts = path.split(".")
+    node: Any = data
+    full_node: Any = full
+    for part in parts[:-1]:
+        key: Any = int(part) if isinstance(node, list) else part
+        full_node = full_node[key]
+        if isinstance(node, dict) and part not in node:
+            node[part] = copy.deepcopy(full_node)
+        node = node[key]
+    last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
+    node[last] = value
+
+
+def _message(exc: InvalidInput) -> str:
+    """A config's errors in one line, each naming its field (`governor.name: ...`)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.detail)
+
+
+def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Point]]:
+    """The base (custom platform resolved) and every point, validated; `InvalidInput` naming
+    `axes.N.path`, `axes.N.values.M` or `axes` otherwise."""
+    base_config = resolve_config(session, body.base, loc=("body", "base"))
+    base = dict(body.base)
+    if base_config.platform_table is not None:
+        base["platform_table"] = base_config.platform_table.model_dump(mode="json")
+    full = base_config.model_dump(mode="json")
+    seen: set[str] = set()
+    errors: list[dict[str, Any]] = []
+    for n, axis in enumerate(body.axes):
+        if axis.path in seen:
+            errors.append(
+                {
+                    "loc": _loc("axes", n, "path"),
+                    "msg": f"{axis.path!r} is already an axis",
+                    "type": "value_error",
+                }
+            )
+        elif axis.path == "platform_table" or not _names_a_field(full, axis.path):
+            errors.append(
+                {
+                    "loc": _loc("axes", n, "path"),
+                    "msg": f"{axis.path!r} names no config field",
+                    "type": "value_error",
+                }
+            )
+        seen.add(axis.path)
+    if errors:
+        raise InvalidInput(errors)
+    count = math.prod(len(a.values) for a in body.axes)
+    if count > MAX_POINTS:
+        raise InvalidInput.one(_loc("axes"), f"{count} points over the limit of {MAX_POINTS}", "value_error")
+    for n, axis in enumerate(body.axes):
+        for m, value in enumerate(axis.values):
+            data = copy.deepcopy(base)
+            _set(data, full, axis.path, value)
+            try:
+                resolve_config(session, data, loc=())
+            except InvalidInput as exc:
+                errors.append(
+                    {"loc": _loc("axes", n, "values", m), "msg": _message(exc), "type": "value_error"}
+                )
+    if errors:
+        raise InvalidInput(errors)
+    points = []
+    for index, combo in enumerate(itertools.product(*(a.values for a in body.axes))):
+        data = copy.deepcopy(base)
+        values = {a.path: v for a, v in zip(body.axes, combo, strict=True)}
+        for path, value in values.items():
+            _set(data, full, path, value)
+        try:
+            config = resolve_config(session, data, loc=())
+        except InvalidInput as exc:  # values fine alone, refused together
+            raise InvalidInput.one(_loc("axes"), f"point {values}: {_message(exc)}", "value_error") from None
+        points.append(Point(index, values, config))
+    return base, points
+
+
+def parse(data: Any) -> SweepCreate:
+    try:
+        return SweepCreate.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
+
+
+def _point_title(title: str, values: Mapping[str, Any]) -> str:
+    text = ", ".join(f"{p}={v}" for p, v in values.items())
+    return (f"{title}: {text}" if title else text)[:200]
+
+
+def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, Any]:
+    """Validate and store a sweep with its points (one transaction); its id, delete token, points."""
+    base, points = expand(session, body)
+    session.commit()  # ends the read: the runner writes in its own transaction
+    token = secrets.token_urlsafe(24)
+    sweep_id = run_store.new_run_id()
+
+    def add_sweep(s: Session) -> None:
+        s.add(
+            Sweep(
+                id=sweep_id,
+                title=body.title,
+                unlisted=body.unlisted,
+                delete_token_hash=run_store.hash_token(token),
+                base=orjson.dumps(base).decode(),
+                axes=orjson.dumps([a.model_dump() for a in body.axes]).decode(),
+                n_points=len(points),
+                cancelled=False,
+                created_at=utcnow(),
+            )
+        )
+        s.flush()
+
+    specs = [
+        RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index)
+        for p in points
+    ]
+    runner.submit_many(specs, before=add_sweep)
+    return {"id": sweep_id, "delete_token": token, "points": len(points)}
+
+
+def _status(counts: Mapping[str, int], n_points: int, cancelled: bool) -> str:
+    """`queued` until a point starts, `running` while any waits, then `done` (or `cancelled`)."""
+    if counts.get("queued", 0) == n_points:
+        return "queued"
+    if counts.get("queued", 0) + counts.get("running", 0):
+        return "running"
+    return "cancelled" if cancelled else "done"
+
+
+def summary(sweep: Sweep, counts: Mapping[str, int]) -> dict[str, Any]:
+    """A sweep's list row."""
+    finished = counts.get("done", 0) + counts.get("failed", 0)
+    return {
+        "id": sweep.id,
+        "url": sweep_path(sweep.id),
+        "title": sweep.title,
+        "status": _status(counts, sweep.n_points, sweep.cancelled),
+        "progress": finished / sweep.n_points if sweep.n_points else 1.0,
+        "n_points": sweep.n_points,
+        "counts": {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")},
+        "created_at": sweep.created_at.isoformat(),
+    }
+
+
+def sweep_view(session: Session, sweep_id: str) -> dict[str, Any]:
+    """`GET /api/sweeps/{id}` and the page's data: the sweep, its axes, and every point with its
+    values, run, status and metrics."""
+    sweep = store.get_sweep(session, sweep_id)
+    if sweep is None:
+        raise NotFound(f"sweep {sweep_id!r} not found")
+    axes = orjson.loads(sweep.axes)
+    combos = list(itertools.product(*(a["values"] for a in axes)))
+    rows = store.points(session, sweep_id)
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    view = summary(sweep, counts)
+    running = sum(r.progress for r in rows if r.status == "running")
+    view["progress"] = (
+        (view["progress"] * sweep.n_points + running) / sweep.n_points if sweep.n_points else 1.0
+    )
+    view.update(
+        base=orjson.loads(sweep.base),
+        axes=axes,
+        unlisted=sweep.unlisted,
+        metrics=METRICS,
+        points=[
+            {
+                "index": row.sweep_index,
+                "values": {a["path"]: v for a, v in zip(axes, combos[row.sweep_index], strict=True)},
+                "run_id": row.id,
+                "url": run_path(row.id),
+                "status": row.status,
+                "progress": row.progress,
+                "error": row.error,
+                "wall_s": row.wall_s,
+                **{name: getattr(row, name) for name in METRICS},
+            }
+            for row in rows
+        ],
+    )
+    return view
+
+
+def list_view(session: Session, *, limit: int, offset: int) -> dict[str, Any]:
+    sweeps, total = store.list_sweeps(session, limit=limit, offset=offset)
+    counts = store.counts(session, [s.id for s in sweeps])
+    return {
+        "sweeps": [summary(s, counts.get(s.id, {})) for s in sweeps],
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+def points_csv(view: Mapping[str, Any]) -> Iterator[str]:
+    """The points as CSV: index, the axes' values, run, status, then the metrics."""
+    paths = [a["path"] for a in view["axes"]]
+    header = ["index", *paths, "run_id", "status", "wall_s", *METRICS]
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(header)
+    for p in view["points"]:
+        writer.writerow(
+            [p["index"], *(p["values"][k] for k in paths), p["run_id"], p["status"], p["wall_s"]]
+            + [p[m] for m in METRICS]
+        )
+    yield buf.getvalue()
+
+
+def example_sweep() -> SweepCreate:
+    """The home page's sweep: p99 WakeLatency and energy vs interrupt rate for menu, teo and ladder
+    on skx (one socket, so each point takes a fraction of a second)."""
+    return SweepCreate(
+        title="Interrupt rate vs governor on skx",
+        base={"platform": "skx", "duration_ms": 200, "topology": {"sockets": 1, "cores_per_socket": 8}},
+        axes=[
+            Axis(path="governor.name", values=["menu", "teo", "ladder"]),
+            Axis(path="wakeups.interrupts.rate_hz", values=[100, 300, 1000, 3000, 10000, 20000]),
+        ],
+    )
+
+
+def preview_count(axes: Sequence[Mapping[str, Any]]) -> int:
+    return math.prod(len(a.get("values", [])) for a in axes)

@@ -1,0 +1,1 @@
+"""Sweeps: API, validation, charts, and sweeps computed on Dask clusters."""
