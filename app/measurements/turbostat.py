@@ -15,6 +15,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from app.measurements.errors import FileError
+
 # The columns a residency comparison reads (where present); the summary row averages thread
 # columns over CPUs, core columns over cores and package columns over packages, and sums watts.
 KEY_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6", "Pkg%pc2", "Pkg%pc6", "PkgWatt")
@@ -32,23 +34,8 @@ _MISSING = {"-", "nan", "-nan", "(neg)", "**.**", ""}
 _NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 
 
-class TurbostatError(ValueError):
-    """Output that cannot be read: which file, line and column (1-based; None: the whole file)."""
-
-    def __init__(
-        self, file: str, line: int | None, column: int | None, reason: str, column_name: str | None = None
-    ) -> None:
-        where = file
-        if line is not None:
-            where += f", line {line}"
-        if column is not None:
-            where += f", column {column}" + (f" ({column_name})" if column_name else "")
-        super().__init__(f"{where}: {reason}")
-        self.file = file
-        self.line = line
-        self.column = column
-        self.column_name = column_name
-        self.reason = reason
+class TurbostatError(FileError):
+    """turbostat output that cannot be read."""
 
 
 class _Model(BaseModel):

@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput, NotFound
 from app.measurements import store
-from app.measurements.turbostat import KEY_COLUMNS, TurbostatError, TurbostatResult, parse_turbostat
+from app.measurements.errors import FileError
+from app.measurements.turbostat import KEY_COLUMNS, TurbostatResult, parse_turbostat
 from app.measurements.wult import DATAPOINTS, INFO, WultError, WultMeasurement
 from app.measurements.wult_files import basename, parse_wult_files
 from engine.summary import latency_stats
@@ -39,7 +40,7 @@ def measurement_path(measurement_id: str) -> str:
     return f"/measurements/{measurement_id}"
 
 
-def measurement_error(err: WultError | TurbostatError) -> InvalidInput:
+def measurement_error(err: FileError) -> InvalidInput:
     """A 422 whose `loc` names the file, line and column (`["body", file, "line", n, "column", m]`)."""
     loc: list[str | int] = ["body", err.file]
     if err.line is not None:
@@ -73,7 +74,7 @@ def parse_upload(files: Mapping[str, bytes]) -> WultMeasurement | TurbostatResul
         if first[:200].lstrip().startswith(b"WakeLatency") or b",ReqCState" in first[:1000]:
             raise WultError(first_name, None, None, "a wult datapoints.csv without its info.yml")
         return parse_turbostat(first, first_name)
-    except (WultError, TurbostatError) as err:
+    except FileError as err:
         raise measurement_error(err) from None
 
 

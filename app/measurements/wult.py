@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from app.measurements.errors import FileError
 from engine.result import LatencyStats
 from engine.summary import latency_stats
 
@@ -46,23 +47,8 @@ _STATE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,32}$")
 _INFO_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)\s*:(?:\s+(.*?))?\s*$")
 
 
-class WultError(ValueError):
-    """A wult result that cannot be read: which file, line and column (1-based; None: the whole file)."""
-
-    def __init__(
-        self, file: str, line: int | None, column: int | None, reason: str, column_name: str | None = None
-    ) -> None:
-        where = file
-        if line is not None:
-            where += f", line {line}"
-        if column is not None:
-            where += f", column {column}" + (f" ({column_name})" if column_name else "")
-        super().__init__(f"{where}: {reason}")
-        self.file = file
-        self.line = line
-        self.column = column
-        self.column_name = column_name
-        self.reason = reason
+class WultError(FileError):
+    """A wult result that cannot be read."""
 
 
 @dataclass(frozen=True)
