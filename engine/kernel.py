@@ -14,133 +14,153 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import G_TICK_WAKEUP, INF, note_rejected, reflect, select_state
+from engine.governors import G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, reflect, select_state
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
-# Per-CPU integer state: columns of `cs`.
-C_MODE = 0  # 0 running, 1 idle
-C_BUSY_UNTIL = 1
-C_FREE_AT = 2  # running code again (end of the wake path): later interrupts are taken from here
-C_STATE = 3
-C_IDLE_START = 4  # cpuidle_enter_state()'s time_start
-C_MWAIT_AT = 5  # the wait itself starts (after the state's entry cost)
-C_TICK_STOPPED = 6
-C_TICK_NEXT = 7
-C_IRQ_PTR = 8
-C_SEND_PTR = 9
-C_SSEND_PTR = 10
-C_INC_PTR = 11
-C_SIGNAL_AT = 12  # a wake-up signal (IPI or monitored-line write) reaches this CPU
-C_SIGNAL_TYPE = 13  # 0 interrupt, 1 monitored-line write (no interrupt)
-C_WOKENUP_AT = 14  # mwait_rfc: when the sender's WOKENUP store lands
-C_STUCK = 15
-C_POLL_DEADLINE = 16
-C_QLEN = 17
-C_Q_OWNER = 18  # last writer of the call-queue line
-C_CSD_OWNER = 19  # last writer of this CPU's csd line (the CPU that ran its previous call)
-C_CSD_FREE_AT = 20  # csd unlocked at (INF while the previous call is pending)
-C_WORD_OWNER = 21  # the idle word's line: holder in M state, -1 when shared
-C_WORD_VER = 22
-C_WORD_READER = 23
-C_POLL_CLEAR_AT = 24  # the polling flag is cleared at this time after a wake
-C_SPIN_FROM = 25  # csd_lock() spinning since (INF: not spinning)
-C_SEND_NOT_BEFORE = 26  # after a csd_lock() spin: the call goes on from here
-C_SPUN_NS = 30  # csd_lock() spin to charge to the call that was waiting
-C_IRQ_NEXT = 31  # the next device interrupt (irq_t[C_IRQ_PTR]), INF when there is none
-C_EV_KIND = 27
-C_EV_ARG = 28
-C_SOCKET = 29  # the CPU's socket
-C_HW_LEVEL = 32  # the core C-state level this thread requests while idle (0: C0); see Hw
-C_HW_START = 33  # when its wait started (MWAIT reached), for the core and package accounting
-N_CPU_COLS = 34
+# Each layout below is declared once, in order: the names are numbered by their place.
 
-EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = 0, 1, 2, 3, 4, 5, 6, 7
+# Per-CPU integer state: columns of `cs`.
+(
+    C_MODE,  # 0 running, 1 idle
+    C_BUSY_UNTIL,
+    C_FREE_AT,  # running code again (end of the wake path): later interrupts are taken from here
+    C_STATE,
+    C_IDLE_START,  # cpuidle_enter_state()'s time_start
+    C_MWAIT_AT,  # the wait itself starts (after the state's entry cost)
+    C_TICK_STOPPED,
+    C_TICK_NEXT,
+    C_IRQ_PTR,
+    C_IRQ_NEXT,  # the next device interrupt (irq_t[C_IRQ_PTR]), INF when there is none
+    C_SEND_PTR,
+    C_SSEND_PTR,
+    C_INC_PTR,
+    C_SIGNAL_AT,  # a wake-up signal (IPI or monitored-line write) reaches this CPU
+    C_SIGNAL_TYPE,  # 0 interrupt, 1 monitored-line write (no interrupt)
+    C_WOKENUP_AT,  # mwait_rfc: when the sender's WOKENUP store lands
+    C_STUCK,
+    C_POLL_DEADLINE,
+    C_QLEN,
+    C_Q_OWNER,  # last writer of the call-queue line
+    C_CSD_OWNER,  # last writer of this CPU's csd line (the CPU that ran its previous call)
+    C_CSD_FREE_AT,  # csd unlocked at (INF while the previous call is pending)
+    C_WORD_OWNER,  # the idle word's line: holder in M state, -1 when shared
+    C_WORD_VER,
+    C_WORD_READER,
+    C_POLL_CLEAR_AT,  # the polling flag is cleared at this time after a wake
+    C_SPIN_FROM,  # csd_lock() spinning since (INF: not spinning)
+    C_SEND_NOT_BEFORE,  # after a csd_lock() spin: the call goes on from here
+    C_SPUN_NS,  # csd_lock() spin to charge to the call that was waiting
+    C_EV_KIND,
+    C_EV_ARG,
+    C_SOCKET,  # the CPU's socket
+    C_HW_LEVEL,  # the core C-state level this thread requests while idle (0: C0); see Hw
+    C_HW_START,  # when its wait started (MWAIT reached), for the core and package accounting
+    N_CPU_COLS,
+) = range(35)
+
+# Event kinds (C_EV_KIND).
+EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
 
 # Float parameters: entries of `fp`.
-P_TSC_GHZ = 0
-P_LINE_SAME = 1
-P_LINE_OTHER = 2
-P_SETUP_CYC = 3
-P_APIC_SAME_CYC = 4
-P_APIC_OTHER_CYC = 5
-P_DELIVERY = 6
-P_IRQ_ENTRY = 7
-P_EXIT_HK = 8
-P_ENTRY_HK = 9
-P_DIRECT_SAVING = 10
-P_SCHED_SWITCH = 11
-P_TICK_HANDLER = 12
-P_IRQ_HANDLER = 13
-P_IRQ_WORK = 14
-P_IPI_FUNC = 15
-P_SCHED_WORK = 16
-N_FP = 17
+(
+    P_TSC_GHZ,
+    P_LINE_SAME,
+    P_LINE_OTHER,
+    P_SETUP_CYC,
+    P_APIC_SAME_CYC,
+    P_APIC_OTHER_CYC,
+    P_DELIVERY,
+    P_IRQ_ENTRY,
+    P_EXIT_HK,
+    P_ENTRY_HK,
+    P_DIRECT_SAVING,
+    P_SCHED_SWITCH,
+    P_TICK_HANDLER,
+    P_IRQ_HANDLER,
+    P_IRQ_WORK,
+    P_IPI_FUNC,
+    P_SCHED_WORK,
+    N_FP,
+) = range(18)
 
-# Integer parameters: entries of `ip`.
-I_GOV = 0
-I_FIXED_IDX = 1
-I_LAT_REQ = 2
-I_TICK_NS = 3
-I_NOHZ = 4
-I_MECH = 5
-I_READ_FIRST = 6
-I_IRQS_OFF = 7
-I_POLL_LIMIT = 8
-I_IRQ_WORK_EXP = 9
-I_SCHED_WORK_EXP = 10
-I_TL_CPUS = 11
-I_TL_END = 12
-I_T_END = 13
-I_IS_POLL0 = 14
-I_MAX_SLEEP = 15
-I_SPINNERS = 16  # senders released from csd_lock() spinning, not yet rescheduled
-I_PKG_DEEP = 17  # the package state whose exit the table's deepest figures include (-1: not allowed)
-N_IP = 18
+# Integer parameters: entries of `ip` (read-only in the loop).
+(
+    I_GOV,
+    I_FIXED_IDX,
+    I_LAT_REQ,
+    I_TICK_NS,
+    I_NOHZ,
+    I_MECH,
+    I_READ_FIRST,
+    I_IRQS_OFF,
+    I_POLL_LIMIT,
+    I_IRQ_WORK_EXP,
+    I_SCHED_WORK_EXP,
+    I_TL_CPUS,
+    I_TL_END,
+    I_T_END,
+    I_IS_POLL0,
+    I_MAX_SLEEP,
+    I_PKG_DEEP,  # the package state whose exit the table's deepest figures include (-1: not allowed)
+    N_IP,
+) = range(18)
 
-MECH_IPI, MECH_RFC, MECH_TIF = 0, 1, 2
+MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
-# Counters: entries of `ctr`.
-K_EVENTS = 0
-K_WAKEUPS = 1
-K_REQ = 2
-K_DEFERRED = 3
-K_COALESCED = 4
-K_IPI_SENT = 5
-K_AVOIDED = 6
-K_SREQ = 7
-K_SIPI_SENT = 8
-K_SAVOIDED = 9
-K_LT_SENDER = 10
-K_LT_TARGET = 11
-K_LT_SAME = 12  # +1: other socket
-K_STUCK = 14
-K_CSD_WAIT = 15
-K_TL = 16
-K_Q_OVERFLOW = 17
-K_LOC_CALLS = 18  # +loc
-K_LOC_IDLE = 20
-K_LOC_BUSY = 22
-K_LOC_IPIS = 24
-N_CTR = 26
+# Counters: entries of `ctr`; a pair is indexed by socket locality (+0 same, +1 other).
+(
+    K_EVENTS,
+    K_WAKEUPS,
+    K_REQ,
+    K_DEFERRED,
+    K_COALESCED,
+    K_IPI_SENT,
+    K_AVOIDED,
+    K_SREQ,
+    K_SIPI_SENT,
+    K_SAVOIDED,
+    K_LT_SENDER,
+    K_LT_TARGET,
+    K_LT_SAME,  # +1: other socket
+    _K_LT_OTHER,
+    K_STUCK,
+    K_CSD_WAIT,
+    K_TL,
+    K_Q_OVERFLOW,
+    K_LOC_CALLS,  # +loc
+    _K_LOC_CALLS_OTHER,
+    K_LOC_IDLE,
+    _K_LOC_IDLE_OTHER,
+    K_LOC_BUSY,
+    _K_LOC_BUSY_OTHER,
+    K_LOC_IPIS,
+    _K_LOC_IPIS_OTHER,
+    N_CTR,
+) = range(27)
 
-# Float sums: entries of `fsum`.
-F_LOC_CYC = 0  # +loc
-F_LOC_IDLE_CYC = 2
-F_LOC_BUSY_CYC = 4
-F_STUCK_NS = 6
-# The sender cost's parts, summed per (locality, target idle or busy): SENDER_PARTS in order.
-F_PARTS = 7  # + (2 * loc + busy) * N_PARTS + part
-PART_SETUP, PART_CSD_WAIT, PART_LINES, PART_APIC = 0, 1, 2, 3
-N_PARTS = 4
+# The sender cost's parts (SENDER_PARTS in order), summed per (locality, target idle or busy).
+PART_SETUP, PART_CSD_WAIT, PART_LINES, PART_APIC, N_PARTS = range(5)
+
+# Float sums: entries of `fsum`; pairs by locality, then the parts' block.
+(
+    F_LOC_CYC,  # +loc
+    _F_LOC_CYC_OTHER,
+    F_LOC_IDLE_CYC,
+    _F_LOC_IDLE_CYC_OTHER,
+    F_LOC_BUSY_CYC,
+    _F_LOC_BUSY_CYC_OTHER,
+    F_STUCK_NS,
+    F_PARTS,  # + (2 * loc + busy) * N_PARTS + part
+) = range(8)
 N_FSUM = F_PARTS + 4 * N_PARTS
 
 # Latency sources (rows of the sample buffer), as in engine.result.LATENCY_SOURCES.
-L_WAKE, L_INTR, L_TIMER, L_IRQ, L_IPI, L_SCHED = 0, 1, 2, 3, 4, 5
+L_WAKE, L_INTR, L_TIMER, L_IRQ, L_IPI, L_SCHED = range(6)
 # Per-state sums: rows of `ssum`.
-S_WAKE_SUM, S_WAKE_N, S_INTR_SUM, S_INTR_N, S_EXIT_SUM, S_EXIT_N = 0, 1, 2, 3, 4, 5
+S_WAKE_SUM, S_WAKE_N, S_INTR_SUM, S_INTR_N, S_EXIT_SUM, S_EXIT_N = range(6)
 # Per-CPU per-state counters: first index of `st`.
-ST_USAGE, ST_TIME, ST_ABOVE, ST_BELOW, ST_REJECTED, ST_RESIDENT = 0, 1, 2, 3, 4, 5
+ST_USAGE, ST_TIME, ST_ABOVE, ST_BELOW, ST_REJECTED, ST_RESIDENT, N_ST = range(7)
 
 Q_CAP = 64
 Z_9999 = 3.719016485455709  # standard normal quantile of 0.9999
@@ -159,6 +179,7 @@ class Cpus(NamedTuple):
     q_src: np.ndarray  # the CPU that queued it
     seen: np.ndarray  # (reader, cpu): the version of cpu's idle word that reader last read
     rng: np.ndarray  # each CPU's own generator (engine.streams)
+    spinners: np.ndarray  # (1,) senders released from csd_lock() spinning, not yet rescheduled
 
 
 class Table(NamedTuple):
@@ -620,7 +641,7 @@ def _drain(
             cs[src, C_CSD_FREE_AT] = tt
             cs[src, C_CSD_OWNER] = c
             if cs[src, C_SPIN_FROM] != INF:
-                ip[I_SPINNERS] += 1
+                cpus.spinners[0] += 1
     tasks = 0
     switch = int(fp[P_SCHED_SWITCH])
     for i in range(n):
@@ -823,10 +844,39 @@ def run_until(
     hw: Hw,
 ) -> None:
     """Process every event before t_stop (the caller steps t_stop to report progress)."""
-    cs, queue, g, seen, rng = cpus.cs, cpus.queue, cpus.g, cpus.seen, cpus.rng
+    queue = cpus.queue
+    while True:
+        c = queue[1] & CPU_MASK
+        t = queue[1] >> CPU_BITS  # the event's time, from its key (below T_CAP in any run)
+        if t >= t_stop:
+            break
+        stats.ctr[K_EVENTS] += 1
+        if cpus.cs[c, C_MODE] == 1:
+            _wake_from_idle(c, t, cpus, tab, arr, stats, fp, ip, hw)
+        else:
+            _while_running(c, t, cpus, tab, arr, stats, fp, ip, hw)
+        _schedule(cpus.cs, queue, c, ip, arr)
+        if cpus.spinners[0] > 0:
+            _release_spinners(cpus, ip, arr)
+
+
+@compiled(inline=True)
+def _wake_from_idle(
+    c: int,
+    t: int,
+    cpus: Cpus,
+    tab: Table,
+    arr: Arrivals,
+    stats: Stats,
+    fp: np.ndarray,
+    ip: np.ndarray,
+    hw: Hw,
+) -> None:
+    """CPU c's idle period meets its event at t: the wake path, cpuidle's counters, the governor's
+    reflect, and what runs after the idle loop exits (or, in POLL, a handler inside the stay)."""
+    cs, g, seen, rng = cpus.cs, cpus.g, cpus.seen, cpus.rng
     irq_on, direct_saving = tab.irq_on, tab.direct_saving
     tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
-    snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
     st, ssum, ctr, fsum, tl = stats.st, stats.ssum, stats.ctr, stats.fsum, stats.tl
     tick_ns = ip[I_TICK_NS]
     t_end = ip[I_T_END]
@@ -836,251 +886,249 @@ def run_until(
     mech = ip[I_MECH]
     uses_word = mech != MECH_IPI
     is_poll0 = ip[I_IS_POLL0] == 1
-    while True:
-        c = queue[1] & CPU_MASK
-        t = queue[1] >> CPU_BITS  # the event's time, from its key (below T_CAP in any run)
-        if t >= t_stop:
-            break
-        ctr[K_EVENTS] += 1
-        kind = cs[c, C_EV_KIND]
-        arg = cs[c, C_EV_ARG]
-
-        if cs[c, C_MODE] == 1:
-            # ------------------------------------------------------------ wake from idle
-            s = cs[c, C_STATE]
-            start = cs[c, C_IDLE_START]
-            mw = cs[c, C_MWAIT_AT]
-            poll = s == 0 and is_poll0
-            if t < start and kind == EV_SIGNAL and cs[c, C_SIGNAL_TYPE] == 1:
-                # NEED_RESCHED set while the idle task still polled (selection): call_cpuidle()'s
-                # current_clr_polling_and_test() returns -EBUSY before the driver runs
-                # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
-                # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
-                note_rejected(g, c)
-                _hw_leave(cs, hw, c, t)  # the wait never started: an empty interval
-                if mech == MECH_TIF:
-                    _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
-                cs[c, C_MODE] = 0
-                cs[c, C_BUSY_UNTIL] = start
-                cs[c, C_FREE_AT] = start
-                cs[c, C_POLL_CLEAR_AT] = start
-                _schedule(cs, queue, c, ip, arr)
-                continue
-            irq_work = -1
-            if poll and kind != EV_POLL_TIMEOUT and _poll_handles(cs, c, kind, cpus.q_kind):
-                # poll_idle() runs with interrupts on and ends only on need_resched() or its time
-                # limit (drivers/cpuidle/poll_state.c): an interrupt that wakes no task is handled
-                # inside the loop, its handler inside POLL's residency.
-                handler = int(fp[P_TICK_HANDLER])
-                if kind == EV_IRQ:
-                    irq_work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
-                    handler = int(fp[P_IRQ_HANDLER])
-                if irq_work <= 0:
-                    t_irq = max(t, mw, cs[c, C_FREE_AT]) + e_ns
-                    t_hend = t_irq + handler
-                    if kind == EV_SIGNAL:
-                        t_hend, _ = _drain(cpus, c, t_irq, fp, ip, stats)  # call functions only
-                        cs[c, C_SIGNAL_AT] = INF
-                    elif kind == EV_IRQ:
-                        _sample(stats, L_IRQ, t_irq - t)
-                        _take_irq(cs, c, arr)
-                    else:
-                        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
-                        g[c, G_TICK_WAKEUP] = 1  # tick_nohz_idle_got_tick() at the next reflect
-                    cs[c, C_FREE_AT] = t_hend  # not a wake-up: no WakeLatency or IntrLatency sample
-                    # The loop checks its time limit after the handler returns.
-                    cs[c, C_POLL_DEADLINE] = max(cs[c, C_POLL_DEADLINE], t_hend)
-                    _schedule(cs, queue, c, ip, arr)
-                    if ip[I_SPINNERS] > 0:
-                        _release_spinners(cs, queue, ip, arr)
-                    continue
-            x = 0
-            if not poll and t >= mw:
-                x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
-                ssum[S_EXIT_SUM, s] += x
-                ssum[S_EXIT_N, s] += 1
-            _hw_leave(cs, hw, c, t)
-            # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
-            # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
-            # In POLL, one taken after a handler the loop ran for another.
-            t_hw = max(t, mw) + x
-            if poll:
-                t_hw = max(t_hw, cs[c, C_FREE_AT])
-            interrupt = kind == EV_TIMER or kind == EV_TICK or kind == EV_IRQ
+    kind = cs[c, C_EV_KIND]
+    arg = cs[c, C_EV_ARG]
+    s = cs[c, C_STATE]
+    start = cs[c, C_IDLE_START]
+    mw = cs[c, C_MWAIT_AT]
+    poll = s == 0 and is_poll0
+    if t < start and kind == EV_SIGNAL and cs[c, C_SIGNAL_TYPE] == 1:
+        # NEED_RESCHED set while the idle task still polled (selection): call_cpuidle()'s
+        # current_clr_polling_and_test() returns -EBUSY before the driver runs
+        # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
+        # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
+        note_rejected(g, c)
+        _hw_leave(cs, hw, c, t)  # the wait never started: an empty interval
+        if mech == MECH_TIF:
+            _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
+        cs[c, C_MODE] = 0
+        cs[c, C_BUSY_UNTIL] = start
+        cs[c, C_FREE_AT] = start
+        cs[c, C_POLL_CLEAR_AT] = start
+        return
+    irq_work = -1
+    if poll and kind != EV_POLL_TIMEOUT and _poll_handles(cs, c, kind, cpus.q_kind):
+        # poll_idle() runs with interrupts on and ends only on need_resched() or its time
+        # limit (drivers/cpuidle/poll_state.c): an interrupt that wakes no task is handled
+        # inside the loop, its handler inside POLL's residency.
+        handler = int(fp[P_TICK_HANDLER])
+        if kind == EV_IRQ:
+            irq_work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+            handler = int(fp[P_IRQ_HANDLER])
+        if irq_work <= 0:
+            t_irq = max(t, mw, cs[c, C_FREE_AT]) + e_ns
+            t_hend = t_irq + handler
             if kind == EV_SIGNAL:
-                interrupt = cs[c, C_SIGNAL_TYPE] == 0
+                t_hend, _ = _drain(cpus, c, t_irq, fp, ip, stats)  # call functions only
                 cs[c, C_SIGNAL_AT] = INF
-            handler = 0
-            if kind == EV_TIMER:
-                handler = tm_handler[arg]
-            elif kind == EV_TICK:
-                handler = int(fp[P_TICK_HANDLER])
             elif kind == EV_IRQ:
-                handler = int(fp[P_IRQ_HANDLER])
-            task_ns = 0  # CPU time of what runs after the idle loop exits
-            wakes_task = False
-            drained_end = -1
-            if kind == EV_POLL_TIMEOUT:
-                ret = t
-                t_after = t
-            elif interrupt:
-                if irq_on[s]:
-                    t_irq = t_hw + e_ns
-                    if kind == EV_SIGNAL:
-                        t_hend, task_ns = _drain(cpus, c, t_irq, fp, ip, stats)
-                        drained_end = t_hend
-                    else:
-                        t_hend = t_irq + handler
-                    ret = t_hend  # the handler runs inside the state's residency
-                    t_after = ret + h_ns
-                    t_task = max(t_after, t_after + sw_ns - direct_saving[s])
-                else:
-                    ret = t_hw
-                    t_irq = ret + h_ns + e_ns
-                    if kind == EV_SIGNAL:
-                        t_hend, task_ns = _drain(cpus, c, t_irq, fp, ip, stats)
-                        drained_end = t_hend
-                    else:
-                        t_hend = t_irq + handler
-                    t_after = t_hend
-                    t_task = t_after + sw_ns
-                ssum[S_INTR_SUM, s] += t_irq - t
-                ssum[S_INTR_N, s] += 1
-                _sample(stats, L_INTR, t_irq - t)
-                if kind == EV_TIMER:
-                    _sample(stats, L_TIMER, t_task - t)
-                    task_ns = (t_task - t_after) + tm_work[arg]
-                    wakes_task = True
-                elif kind == EV_IRQ:
-                    _sample(stats, L_IRQ, t_irq - t)
-                    task_ns = irq_work  # drawn already when POLL had to know
-                    if task_ns < 0:
-                        task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
-                    wakes_task = task_ns > 0
-            else:
-                # Woken through the monitored line: no interrupt; RFC targets wait for WOKENUP.
-                ret = t_hw
-                if mech == MECH_RFC:
-                    if cs[c, C_WOKENUP_AT] > ret:
-                        if cs[c, C_STUCK] == 1:
-                            ctr[K_STUCK] += 1
-                            fsum[F_STUCK_NS] += cs[c, C_WOKENUP_AT] - ret
-                        ret = cs[c, C_WOKENUP_AT]
-                    _word_read(cs, seen, ctr, fp, c, c, True)
-                t_after = ret + h_ns
-            if kind != EV_POLL_TIMEOUT:
-                wake = ret - t if interrupt and irq_on[s] else t_hw - t
-                if mech == MECH_RFC and not interrupt:
-                    wake = ret - t
-                ssum[S_WAKE_SUM, s] += wake
-                ssum[S_WAKE_N, s] += 1
-                _sample(stats, L_WAKE, wake)
-                ctr[K_WAKEUPS] += 1
-            if kind == EV_TIMER:
-                tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
-            elif kind == EV_IRQ:
+                _sample(stats, L_IRQ, t_irq - t)
                 _take_irq(cs, c, arr)
-            elif kind == EV_TICK:
-                cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
-            last_res = _account_idle(st, c, s, start, ret, t_end, tab)
-            got_tick = kind == EV_TICK or g[c, G_TICK_WAKEUP] != 0  # a tick handled in POLL counts too
-            reflect(ip[I_GOV], g, c, s, last_res, got_tick, kind == EV_POLL_TIMEOUT)
-            if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
-                i = ctr[K_TL]
-                tl[i, 0] = c
-                tl[i, 1] = start
-                tl[i, 2] = ret
-                tl[i, 3] = s
-                ctr[K_TL] = i + 1
-            if uses_word and not (mech == MECH_RFC and poll):
-                _word_write(cs, seen, ctr, fp, c, c, True)  # RUNNING / clear polling
-            cs[c, C_MODE] = 0
-            cs[c, C_POLL_CLEAR_AT] = t_hw
-            # The idle loop's exit flushes the call queue (flush_smp_call_function_queue()).
-            if drained_end < 0 and cs[c, C_QLEN] > 0 and kind != EV_POLL_TIMEOUT:
-                t_d, tasks = _drain(cpus, c, t_after, fp, ip, stats)
-                task_ns += (t_d - t_after) + tasks
-                wakes_task = wakes_task or tasks > 0
-                if cs[c, C_SIGNAL_TYPE] == 1:
-                    cs[c, C_SIGNAL_AT] = INF
-            elif task_ns > 0 and drained_end >= 0:
-                wakes_task = True
-            if wakes_task:
-                cs[c, C_TICK_STOPPED] = 0  # tick_nohz_idle_exit() restarts the tick
-                cs[c, C_TICK_NEXT] = _tick_after(cs, c, t_after, tick_ns)
-            cs[c, C_FREE_AT] = t_after
-            cs[c, C_BUSY_UNTIL] = t_after + task_ns
-            _schedule(cs, queue, c, ip, arr)
-            if ip[I_SPINNERS] > 0:
-                _release_spinners(cs, queue, ip, arr)
-            continue
-
-        # ---------------------------------------------------------------- running
-        take = max(t, cs[c, C_FREE_AT])
-        busy = max(cs[c, C_BUSY_UNTIL], t)
-        if kind == EV_BUSY_END:
-            _enter_idle(cpus, c, t, fp, ip, tab, arr, ctr, tick_ns, hw)
-        elif kind == EV_TIMER:
-            t_task = take + e_ns + tm_handler[arg] + sw_ns
-            _sample(stats, L_TIMER, t_task - t)
-            cs[c, C_BUSY_UNTIL] = busy + e_ns + tm_handler[arg] + sw_ns + tm_work[arg]
-            tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
-        elif kind == EV_TICK:
-            cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
-            cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
-        elif kind == EV_IRQ:
-            _sample(stats, L_IRQ, take + e_ns - t)
-            work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
-            cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_IRQ_HANDLER]) + work
-            _take_irq(cs, c, arr)
-        elif kind == EV_SIGNAL:
-            at = take + (e_ns if cs[c, C_SIGNAL_TYPE] == 0 else 0)
-            t_d, tasks = _drain(cpus, c, at, fp, ip, stats)
-            cs[c, C_BUSY_UNTIL] = busy + (at - take) + (t_d - at) + tasks
-            cs[c, C_SIGNAL_AT] = INF
-        elif kind == EV_SEND:
-            p = cs[c, C_SEND_PTR]
-            free = cs[c, C_CSD_FREE_AT]
-            if free == INF:
-                # csd_lock(): our previous call has not run yet; spin until it has.
-                cs[c, C_SPIN_FROM] = t
-            elif free > t:
-                # It has run by `free`: spin until then, then make the call.
-                cs[c, C_BUSY_UNTIL] = busy + (free - t)
-                cs[c, C_SEND_NOT_BEFORE] = free
-                cs[c, C_SPUN_NS] += free - t
             else:
-                if snd_t[p] < cs[c, C_FREE_AT] and snd_t[p] < t:
-                    ctr[K_DEFERRED] += 1
-                ctr[K_REQ] += 1
-                ctr[K_CSD_WAIT] += cs[c, C_SPUN_NS]
-                spun = cs[c, C_SPUN_NS] * fp[P_TSC_GHZ]
-                cs[c, C_SPUN_NS] = 0
-                cyc = _call(cpus, c, snd_dst[p], t, 0, spun, fp, ip, stats, arr)
-                cs[c, C_BUSY_UNTIL] = busy + int((cyc - spun) / fp[P_TSC_GHZ])
-                cs[c, C_SEND_PTR] = p + 1
-                _schedule(cs, queue, snd_dst[p], ip, arr)
-        elif kind == EV_SSEND:
-            p = cs[c, C_SSEND_PTR]
-            ctr[K_SREQ] += 1
-            cyc = _call(cpus, c, ssnd_dst[p], t, 1, 0.0, fp, ip, stats, arr)
-            cs[c, C_BUSY_UNTIL] = busy + int(cyc / fp[P_TSC_GHZ])
-            cs[c, C_SSEND_PTR] = p + 1
-            _schedule(cs, queue, ssnd_dst[p], ip, arr)
-        _schedule(cs, queue, c, ip, arr)
-        if ip[I_SPINNERS] > 0:
-            _release_spinners(cs, queue, ip, arr)
+                cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
+                g[c, G_TICK_WAKEUP] = 1  # tick_nohz_idle_got_tick() at the next reflect
+            cs[c, C_FREE_AT] = t_hend  # not a wake-up: no WakeLatency or IntrLatency sample
+            # The loop checks its time limit after the handler returns.
+            cs[c, C_POLL_DEADLINE] = max(cs[c, C_POLL_DEADLINE], t_hend)
+            return
+    x = 0
+    if not poll and t >= mw:
+        x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
+        ssum[S_EXIT_SUM, s] += x
+        ssum[S_EXIT_N, s] += 1
+    _hw_leave(cs, hw, c, t)
+    # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
+    # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
+    # In POLL, one taken after a handler the loop ran for another.
+    t_hw = max(t, mw) + x
+    if poll:
+        t_hw = max(t_hw, cs[c, C_FREE_AT])
+    interrupt = kind == EV_TIMER or kind == EV_TICK or kind == EV_IRQ
+    if kind == EV_SIGNAL:
+        interrupt = cs[c, C_SIGNAL_TYPE] == 0
+        cs[c, C_SIGNAL_AT] = INF
+    handler = 0
+    if kind == EV_TIMER:
+        handler = tm_handler[arg]
+    elif kind == EV_TICK:
+        handler = int(fp[P_TICK_HANDLER])
+    elif kind == EV_IRQ:
+        handler = int(fp[P_IRQ_HANDLER])
+    task_ns = 0  # CPU time of what runs after the idle loop exits
+    wakes_task = False
+    drained_end = -1
+    if kind == EV_POLL_TIMEOUT:
+        ret = t
+        t_after = t
+    elif interrupt:
+        if irq_on[s]:
+            t_irq = t_hw + e_ns
+            if kind == EV_SIGNAL:
+                t_hend, task_ns = _drain(cpus, c, t_irq, fp, ip, stats)
+                drained_end = t_hend
+            else:
+                t_hend = t_irq + handler
+            ret = t_hend  # the handler runs inside the state's residency
+            t_after = ret + h_ns
+            t_task = max(t_after, t_after + sw_ns - direct_saving[s])
+        else:
+            ret = t_hw
+            t_irq = ret + h_ns + e_ns
+            if kind == EV_SIGNAL:
+                t_hend, task_ns = _drain(cpus, c, t_irq, fp, ip, stats)
+                drained_end = t_hend
+            else:
+                t_hend = t_irq + handler
+            t_after = t_hend
+            t_task = t_after + sw_ns
+        ssum[S_INTR_SUM, s] += t_irq - t
+        ssum[S_INTR_N, s] += 1
+        _sample(stats, L_INTR, t_irq - t)
+        if kind == EV_TIMER:
+            _sample(stats, L_TIMER, t_task - t)
+            task_ns = (t_task - t_after) + tm_work[arg]
+            wakes_task = True
+        elif kind == EV_IRQ:
+            _sample(stats, L_IRQ, t_irq - t)
+            task_ns = irq_work  # drawn already when POLL had to know
+            if task_ns < 0:
+                task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+            wakes_task = task_ns > 0
+    else:
+        # Woken through the monitored line: no interrupt; RFC targets wait for WOKENUP.
+        ret = t_hw
+        if mech == MECH_RFC:
+            if cs[c, C_WOKENUP_AT] > ret:
+                if cs[c, C_STUCK] == 1:
+                    ctr[K_STUCK] += 1
+                    fsum[F_STUCK_NS] += cs[c, C_WOKENUP_AT] - ret
+                ret = cs[c, C_WOKENUP_AT]
+            _word_read(cs, seen, ctr, fp, c, c, True)
+        t_after = ret + h_ns
+    if kind != EV_POLL_TIMEOUT:
+        wake = ret - t if interrupt and irq_on[s] else t_hw - t
+        if mech == MECH_RFC and not interrupt:
+            wake = ret - t
+        ssum[S_WAKE_SUM, s] += wake
+        ssum[S_WAKE_N, s] += 1
+        _sample(stats, L_WAKE, wake)
+        ctr[K_WAKEUPS] += 1
+    if kind == EV_TIMER:
+        tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
+    elif kind == EV_IRQ:
+        _take_irq(cs, c, arr)
+    elif kind == EV_TICK:
+        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
+    last_res = _account_idle(st, c, s, start, ret, t_end, tab)
+    got_tick = kind == EV_TICK or g[c, G_TICK_WAKEUP] != 0  # a tick handled in POLL counts too
+    reflect(ip[I_GOV], g, c, s, last_res, got_tick, kind == EV_POLL_TIMEOUT)
+    if c < ip[I_TL_CPUS] and start < ip[I_TL_END] and ctr[K_TL] < tl.shape[0]:
+        i = ctr[K_TL]
+        tl[i, 0] = c
+        tl[i, 1] = start
+        tl[i, 2] = ret
+        tl[i, 3] = s
+        ctr[K_TL] = i + 1
+    if uses_word and not (mech == MECH_RFC and poll):
+        _word_write(cs, seen, ctr, fp, c, c, True)  # RUNNING / clear polling
+    cs[c, C_MODE] = 0
+    cs[c, C_POLL_CLEAR_AT] = t_hw
+    # The idle loop's exit flushes the call queue (flush_smp_call_function_queue()).
+    if drained_end < 0 and cs[c, C_QLEN] > 0 and kind != EV_POLL_TIMEOUT:
+        t_d, tasks = _drain(cpus, c, t_after, fp, ip, stats)
+        task_ns += (t_d - t_after) + tasks
+        wakes_task = wakes_task or tasks > 0
+        if cs[c, C_SIGNAL_TYPE] == 1:
+            cs[c, C_SIGNAL_AT] = INF
+    elif task_ns > 0 and drained_end >= 0:
+        wakes_task = True
+    if wakes_task:
+        cs[c, C_TICK_STOPPED] = 0  # tick_nohz_idle_exit() restarts the tick
+        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t_after, tick_ns)
+    cs[c, C_FREE_AT] = t_after
+    cs[c, C_BUSY_UNTIL] = t_after + task_ns
+
+
+@compiled(inline=True)
+def _while_running(
+    c: int,
+    t: int,
+    cpus: Cpus,
+    tab: Table,
+    arr: Arrivals,
+    stats: Stats,
+    fp: np.ndarray,
+    ip: np.ndarray,
+    hw: Hw,
+) -> None:
+    """CPU c is running at its event t: the end of its work (idle entry), an interrupt taken
+    running, a wake-up signal, or a call or task wake-up it sends."""
+    cs, queue, rng, ctr = cpus.cs, cpus.queue, cpus.rng, stats.ctr
+    tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
+    snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
+    tick_ns = ip[I_TICK_NS]
+    e_ns = int(fp[P_IRQ_ENTRY])
+    sw_ns = int(fp[P_SCHED_SWITCH])
+    kind = cs[c, C_EV_KIND]
+    arg = cs[c, C_EV_ARG]
+    take = max(t, cs[c, C_FREE_AT])
+    busy = max(cs[c, C_BUSY_UNTIL], t)
+    if kind == EV_BUSY_END:
+        _enter_idle(cpus, c, t, fp, ip, tab, arr, ctr, tick_ns, hw)
+    elif kind == EV_TIMER:
+        t_task = take + e_ns + tm_handler[arg] + sw_ns
+        _sample(stats, L_TIMER, t_task - t)
+        cs[c, C_BUSY_UNTIL] = busy + e_ns + tm_handler[arg] + sw_ns + tm_work[arg]
+        tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
+    elif kind == EV_TICK:
+        cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
+        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
+    elif kind == EV_IRQ:
+        _sample(stats, L_IRQ, take + e_ns - t)
+        work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+        cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_IRQ_HANDLER]) + work
+        _take_irq(cs, c, arr)
+    elif kind == EV_SIGNAL:
+        at = take + (e_ns if cs[c, C_SIGNAL_TYPE] == 0 else 0)
+        t_d, tasks = _drain(cpus, c, at, fp, ip, stats)
+        cs[c, C_BUSY_UNTIL] = busy + (at - take) + (t_d - at) + tasks
+        cs[c, C_SIGNAL_AT] = INF
+    elif kind == EV_SEND:
+        p = cs[c, C_SEND_PTR]
+        free = cs[c, C_CSD_FREE_AT]
+        if free == INF:
+            # csd_lock(): our previous call has not run yet; spin until it has.
+            cs[c, C_SPIN_FROM] = t
+        elif free > t:
+            # It has run by `free`: spin until then, then make the call.
+            cs[c, C_BUSY_UNTIL] = busy + (free - t)
+            cs[c, C_SEND_NOT_BEFORE] = free
+            cs[c, C_SPUN_NS] += free - t
+        else:
+            if snd_t[p] < cs[c, C_FREE_AT] and snd_t[p] < t:
+                ctr[K_DEFERRED] += 1
+            ctr[K_REQ] += 1
+            ctr[K_CSD_WAIT] += cs[c, C_SPUN_NS]
+            spun = cs[c, C_SPUN_NS] * fp[P_TSC_GHZ]
+            cs[c, C_SPUN_NS] = 0
+            cyc = _call(cpus, c, snd_dst[p], t, 0, spun, fp, ip, stats, arr)
+            cs[c, C_BUSY_UNTIL] = busy + int((cyc - spun) / fp[P_TSC_GHZ])
+            cs[c, C_SEND_PTR] = p + 1
+            _schedule(cs, queue, snd_dst[p], ip, arr)
+    elif kind == EV_SSEND:
+        p = cs[c, C_SSEND_PTR]
+        ctr[K_SREQ] += 1
+        cyc = _call(cpus, c, ssnd_dst[p], t, 1, 0.0, fp, ip, stats, arr)
+        cs[c, C_BUSY_UNTIL] = busy + int(cyc / fp[P_TSC_GHZ])
+        cs[c, C_SSEND_PTR] = p + 1
+        _schedule(cs, queue, ssnd_dst[p], ip, arr)
 
 
 @compiled()
-def _release_spinners(
-    cs: np.ndarray,
-    queue: np.ndarray,
-    ip: np.ndarray,
-    arr: Arrivals,
-) -> None:
+def _release_spinners(cpus: Cpus, ip: np.ndarray, arr: Arrivals) -> None:
     """Senders spinning in csd_lock() whose previous call has now run may go on."""
-    ip[I_SPINNERS] = 0
+    cs, queue = cpus.cs, cpus.queue
+    cpus.spinners[0] = 0
     n = cs.shape[0]
     for src in range(n):
         if cs[src, C_SPIN_FROM] != INF and cs[src, C_CSD_FREE_AT] != INF:
@@ -1118,7 +1166,7 @@ def _enter_idle(
     if ip[I_NOHZ] == 0:
         sleep_length = min(sleep_length, delta_tick)
     oracle = INF
-    if ip[I_GOV] == 3:
+    if ip[I_GOV] == GOV_ORACLE:
         # The next wake-up this CPU will see: timers, device interrupts, signals in flight and
         # the calls other CPUs are due to make to it.
         oracle = timer

@@ -244,8 +244,8 @@ class _Prepared:
         self.seen = np.full((n, n), -1, dtype=np.int64)
         np.fill_diagonal(self.seen, 0)  # each CPU holds its own idle word's line at the start
         self.rng = seeds[:, SRC_KERNEL].copy()
-        self.st = np.zeros((6, n, S), dtype=np.int64)
-        self.ssum = np.zeros((6, S), dtype=np.int64)
+        self.st = np.zeros((K.N_ST, n, S), dtype=np.int64)
+        self.ssum = np.zeros((K.S_EXIT_N + 1, S), dtype=np.int64)
         timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
         ticks = n * (t_end // tick_ns + 2)
         arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + ticks
@@ -257,19 +257,26 @@ class _Prepared:
         self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
         self.tl = np.empty((self._timeline_rows(), 4), dtype=np.int64)
-        self.cpus = K.Cpus(cs, self.queue, self.g, self.q_t, self.q_kind, self.q_src, self.seen, self.rng)
+        self.cpus = K.Cpus(
+            cs=cs, queue=self.queue, g=self.g, q_t=self.q_t, q_kind=self.q_kind, q_src=self.q_src,
+            seen=self.seen, rng=self.rng, spinners=np.zeros(1, dtype=np.int64),
+        )
         exit_quantiles = np.empty((2 * S, QUANTILE_STEPS + 1))
         lognormal_table(self.median_ns, self.sigma, exit_quantiles)
         self.tab = K.Table(
-            self.res_ns, self.exit_ns, self.enabled, self.irq_on, self.direct_saving, self.entry_ns,
-            self.exit_extra_ns, self.median_ns, self.sigma, exit_quantiles,
+            res_ns=self.res_ns, exit_ns=self.exit_ns, enabled=self.enabled, irq_on=self.irq_on,
+            direct_saving=self.direct_saving, entry_ns=self.entry_ns, exit_extra_ns=self.exit_extra_ns,
+            median_ns=self.median_ns, sigma=self.sigma, exit_quantiles=exit_quantiles,
         )
         self.arr = K.Arrivals(
-            self.tm_next, self.tm_period, self.tm_handler, self.tm_work, self.irq_t, self.irq_off, self.snd_t,
-            self.snd_dst, self.snd_off, self.ssnd_t, self.ssnd_dst, self.ssnd_off, self.inc_t, self.inc_off,
+            tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
+            irq_t=self.irq_t, irq_off=self.irq_off, snd_t=self.snd_t, snd_dst=self.snd_dst,
+            snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
+            inc_t=self.inc_t, inc_off=self.inc_off,
         )
         self.stats = K.Stats(
-            self.st, self.ssum, self.lat_buf, self.lat_off, self.lat_cnt, self.ctr, self.fsum, self.tl
+            st=self.st, ssum=self.ssum, lat_buf=self.lat_buf, lat_off=self.lat_off, lat_cnt=self.lat_cnt,
+            ctr=self.ctr, fsum=self.fsum, tl=self.tl,
         )
         self.hw = hardware_arrays(config, table, cores, threads)
         # The table's deepest figures include the deepest package state only where it is allowed.
