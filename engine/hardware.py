@@ -32,12 +32,10 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
 
     level = np.array([s.core_level for s in table.states], dtype=np.int64)
     top = int(level.max())
-    # A thread whose core only reached level k exits like the first state at level k, and one
-    # whose sibling holds the core in C0 exits like C1 (the thread itself did stop in MWAIT).
-    level_row = np.zeros(top + 1, dtype=np.int64)
-    for k in range(top, -1, -1):
-        at = np.flatnonzero(level == k)
-        level_row[k] = at[0] if len(at) else (level_row[k + 1] if k < top else 0)
+    # A thread whose core only reached level k (always one of the table's: a core is at one of its
+    # threads' levels) exits like the first state at level k, and one whose sibling holds the
+    # core in C0 exits like C1 (the thread itself did stop in MWAIT).
+    level_row = np.array([np.argmax(level == k) for k in range(top + 1)], dtype=np.int64)
     level_row[0] = level_row[1] if top >= 1 else 0
     # Each state's row when its core reaches the state's own level without the package state the
     # table's figure includes; with C1E promotion a C1 request reaches C1E and exits like it.
