@@ -103,7 +103,7 @@ class SideSummary:
 
 
 @dataclass(frozen=True)
-class TestOutcome:
+class Significance:
     """The test behind a verdict: `p_value` as the test gives it, `p_adjusted` after
     Benjamini-Hochberg over the comparison (both None for an exact answer)."""
 
@@ -127,7 +127,7 @@ class MetricComparison:
     ci95: tuple[float, float] | None
     ci95_method: IntervalMethod | None
     ci95_reason: str | None
-    test: TestOutcome | None
+    test: Significance | None
     verdict: Verdict | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,7 +245,7 @@ class _Draft:
     ci95: tuple[float, float] | None
     ci95_method: IntervalMethod | None
     ci95_reason: str | None
-    test: TestOutcome | None
+    test: Significance | None
     exact_difference: bool  # zero variance on both sides and different means
 
 
@@ -288,12 +288,12 @@ def _compare_metric(metric: MetricAttributes, base: Side, other: Side) -> _Draft
     ci: tuple[float, float] | None = None
     method: IntervalMethod | None = None
     reason: str | None = None
-    test: TestOutcome | None = None
+    test: Significance | None = None
     exact_difference = False
     if sa.n < MIN_REPEATS_FOR_VERDICT or sb.n < MIN_REPEATS_FOR_VERDICT:
         reason = REASON_FEW_REPEATS
     elif sa.stddev == 0 and sb.stddev == 0:
-        test, exact_difference = TestOutcome("exact"), sa.mean != sb.mean
+        test, exact_difference = Significance("exact"), sa.mean != sb.mean
         if change is None:
             reason = REASON_BASE_ZERO
         else:
@@ -320,13 +320,13 @@ def _paired_differences(unit: UnitKind, a: np.ndarray, b: np.ndarray) -> tuple[n
     return b - a, "paired_t"
 
 
-def _paired_test(unit: UnitKind, a: np.ndarray, b: np.ndarray) -> TestOutcome:
+def _paired_test(unit: UnitKind, a: np.ndarray, b: np.ndarray) -> Significance:
     d, name = _paired_differences(unit, a, b)
     mean, sd, n = float(d.mean()), float(d.std(ddof=1)), d.size
     if sd == 0:
         # Every seed moved by the same amount: certain, whatever the sides' own spread.
-        return TestOutcome(name, 0.0 if mean != 0 else 1.0)
-    return TestOutcome(name, _t_p_value(mean / (sd / math.sqrt(n)), n - 1))
+        return Significance(name, 0.0 if mean != 0 else 1.0)
+    return Significance(name, _t_p_value(mean / (sd / math.sqrt(n)), n - 1))
 
 
 def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
@@ -334,10 +334,10 @@ def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
     return (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
 
 
-def _welch_test(a: np.ndarray, b: np.ndarray) -> TestOutcome:
+def _welch_test(a: np.ndarray, b: np.ndarray) -> Significance:
     va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
     t = (float(b.mean()) - float(a.mean())) / math.sqrt(va + vb)
-    return TestOutcome("welch_t", _t_p_value(t, _welch_df(va, a.size, vb, b.size)))
+    return Significance("welch_t", _t_p_value(t, _welch_df(va, a.size, vb, b.size)))
 
 
 Interval = tuple[tuple[float, float] | None, IntervalMethod | None, str | None]
@@ -429,7 +429,7 @@ def _verdict(metric: MetricAttributes, d: _Draft, p_adjusted: float | None) -> V
 def _finish(metric: MetricAttributes, d: _Draft, p_adjusted: float | None) -> MetricComparison:
     test = d.test
     if test is not None and test.p_value is not None:
-        test = TestOutcome(test.name, test.p_value, p_adjusted)
+        test = Significance(test.name, test.p_value, p_adjusted)
     return MetricComparison(
         key=d.key,
         base=d.base,
