@@ -16,6 +16,7 @@ two spaces before the metric's dotted name.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -72,12 +73,15 @@ def render_text(
     names: Mapping[str, str] | None = None,
     link: str | None = None,
     versions: Mapping[str, str] | None = None,
+    warnings: Sequence[str] = (),
     all: bool = False,
 ) -> str:
-    """The comparison as plain text for a mail: the robot's table, then a footer saying how rows
-    were chosen, where the comparison is, and which versions computed it."""
-    table = robot_table(pairs, sides=sides, parameters=parameters, names=names, all=all)
-    footer = [_verdict_note(pairs, all)]
+    """The comparison as plain text for a mail: what makes its figures not comparable (one
+    `Warning:` line each), the robot's table, then a footer saying how rows were chosen, where the
+    comparison is, and which versions computed it."""
+    head = "".join(f"Warning: {w}\n" for w in warnings) + ("\n" if warnings else "")
+    table = head + robot_table(pairs, sides=sides, parameters=parameters, names=names, all=all)
+    footer = textwrap.wrap(_verdict_note(pairs, all), width=len(RULE))
     if link:
         footer.append(f"Compare: {link}")
     if versions:
@@ -93,14 +97,17 @@ def render_markdown(
     names: Mapping[str, str] | None = None,
     link: str | None = None,
     versions: Mapping[str, str] | None = None,
+    warnings: Sequence[str] = (),
     all: bool = False,
 ) -> str:
-    """The comparison as Markdown for a GitHub issue: parameters, one table of the metrics with a
+    """The comparison as Markdown for a GitHub issue: warnings, parameters, one table of the metrics with a
     verdict (each side's mean ± %stddev, change, 95% interval, adjusted p, verdict), with `all` a
     second table of the others, then the same footer as the text."""
     sides = _sides(pairs, sides)
     significant, rest = _split_rows(pairs)
-    out = [f"### {_md_text(sides[0].line())} against " + ", ".join(_md_text(s.line()) for s in sides[1:]), ""]
+    others = ", ".join(_md_text(s.line()) for s in sides[1:])
+    out = [f"### {others} against {_md_text(sides[0].line())}", ""]
+    out += [f"> **Warning:** {_md_text(w)}" for w in warnings] + ([""] if warnings else [])
     if parameters:
         out += [", ".join(f"`{_md_code(k)}={_md_code(v)}`" for k, v in parameters.items()), ""]
     out += (
@@ -229,7 +236,9 @@ def _verdict_note(pairs: Sequence[PairComparison], all: bool) -> str:
 
 # --- Markdown ------------------------------------------------------------------------------------
 
-_MD_SPECIAL = set("\\`*_{}[]<>()#+-.!|~")
+# What can start emphasis, code, links, HTML, entities or a table cell inside a line (the text
+# never starts one, so list and heading markers need nothing).
+_MD_SPECIAL = set("\\`*_[]<>|~&")
 
 
 def _md_text(text: str) -> str:
@@ -247,9 +256,9 @@ def _md_url(url: str) -> str:
 
 
 def _md_side(side: SideSummary) -> str:
-    cell = format_value(side.mean).strip()
-    spread = format_stddev(side.stddev_pct).strip()
-    return f"{cell} {spread}" if spread else cell
+    mean = format_value(side.mean).strip()
+    shown = format_stddev(side.stddev_pct).strip()
+    return f"{mean} ± {int(side.stddev_pct)}%" if shown and side.stddev_pct is not None else mean
 
 
 def _md_interval(m: MetricComparison) -> str:

@@ -215,7 +215,9 @@ def summarize(values: Sequence[float] | np.ndarray) -> SideSummary:
     if n == 0:
         return SideSummary(0, None, None, None)
     mean = float(x.mean())
-    stddev = float(x.std(ddof=1)) if n >= 2 else None
+    # Equal values have no spread: say 0 exactly (np.std of [0.1] * 3 is not 0), so that the
+    # exact-answer rule sees them.
+    stddev = None if n < 2 else 0.0 if x.min() == x.max() else float(x.std(ddof=1))
     pct = None if stddev is None or mean == 0 else 100.0 * stddev / abs(mean)
     return SideSummary(n, mean, stddev, pct)
 
@@ -323,7 +325,7 @@ def _paired_differences(unit: UnitKind, a: np.ndarray, b: np.ndarray) -> tuple[n
 def _paired_test(unit: UnitKind, a: np.ndarray, b: np.ndarray) -> Significance:
     d, name = _paired_differences(unit, a, b)
     mean, sd, n = float(d.mean()), float(d.std(ddof=1)), d.size
-    if sd == 0:
+    if d.min() == d.max():
         # Every seed moved by the same amount: certain, whatever the sides' own spread.
         return Significance(name, 0.0 if mean != 0 else 1.0)
     return Significance(name, _t_p_value(mean / (sd / math.sqrt(n)), n - 1))

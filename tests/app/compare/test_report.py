@@ -165,13 +165,20 @@ def test_text_footer_names_the_link_the_versions_and_the_rule() -> None:
     )
     footer = text.rsplit("\n\n", 1)[1]
     assert footer.split("\n") == [
-        "2 of 3 metrics changed: significant after Benjamini-Hochberg at 5% over 2 tests and at or above"
-        " each metric's practical threshold; the others are left out.",
+        "2 of 3 metrics changed: significant after Benjamini-Hochberg at 5% over 2 tests and at or",
+        "above each metric's practical threshold; the others are left out.",
         "Compare: http://127.0.0.1:8000/compare?ids=run-a,run-b",
         "Versions: idlelab 0.1.0, engine 9",
         "",
     ]
     assert text.startswith(robot_table(_pairs()))
+    warned = render_text(_pairs(), warnings=["CPU counts differ: 96 against 128", "engine versions differ"])
+    assert warned.split("\n")[:3] == [
+        "Warning: CPU counts differ: 96 against 128",
+        "Warning: engine versions differ",
+        "",
+    ]
+    assert warned.split("\n", 3)[3].startswith(robot_table(_pairs()))
 
 
 def test_markdown_tables_and_escaping() -> None:
@@ -181,17 +188,19 @@ def test_markdown_tables_and_escaping() -> None:
         parameters={"platform": "skx", "duration_ms": "1000"},
         link="http://h/compare?ids=run-a,run-b",
         versions={"engine": "9"},
+        warnings=["durations differ: 1000 ms against 200 ms"],
         all=True,
     )
     lines = md.split("\n")
-    assert lines[0] == '### run\\-a \\("C1E \\*on\\*"\\) against run\\-b \\("C1E off"\\)'
-    assert lines[2] == "`platform=skx`, `duration_ms=1000`"
-    assert lines[4] == "| metric | run\\-a | change | 95% CI | p (BH) | run\\-b | verdict |"
-    assert lines[6] == "| `energy.joules` | 5.00 | +20.0% | [+20.0%, +20.0%] | exact | 6.00 | worse |"
-    assert lines[7].startswith(
+    assert lines[0] == '### run-b ("C1E off") against run-a ("C1E \\*on\\*")'
+    assert lines[2] == "> **Warning:** durations differ: 1000 ms against 200 ms"
+    assert lines[4] == "`platform=skx`, `duration_ms=1000`"
+    assert lines[6] == "| metric | run-a | change | 95% CI | p (BH) | run-b | verdict |"
+    assert lines[8] == "| `energy.joules` | 5.00 | +20.0% | [+20.0%, +20.0%] | exact | 6.00 | worse |"
+    assert lines[9].startswith(
         "| `turbostat.Busy%` | 2.00 ± 50% | +3.0 pp | [+0.73, +5.27] pp | 0.0426 | 5.00 ± 20% |"
     )
-    assert lines[7].endswith(" higher |")
+    assert lines[9].endswith(" higher |")
     assert "#### Without a significant change" in lines
     assert any(line.startswith("| `cpuidle.C6.usage` | 100.00 ± 10% | +0.0% |") for line in lines)
     assert "[Compare](http://h/compare?ids=run-a,run-b)" in lines
@@ -205,7 +214,7 @@ def test_fewer_than_three_repeats_show_no_verdict() -> None:
     assert robot_table(pairs).split("\n")[9] == ""  # no row has a verdict
     md = render_markdown(pairs, all=True)
     assert "No metric changed significantly." in md
-    assert "| `energy.joules` | 5.50 ± 12% | +36.4% | n/a | n/a | 7.50 ±  9% | n/a |" in md
+    assert "| `energy.joules` | 5.50 ± 12% | +36.4% | n/a | n/a | 7.50 ± 9% | n/a |" in md
 
 
 def test_pairs_must_share_a_base_and_metrics() -> None:
@@ -217,3 +226,13 @@ def test_pairs_must_share_a_base_and_metrics() -> None:
         robot_table([a, PairComparison(a.base_id, "x", False, a.metrics[:1])])
     with pytest.raises(ValueError, match="sides: 1 names for 2"):
         robot_table([a], sides=[ReportSide("x")])
+
+
+def test_markdown_keeps_titles_and_names_as_text() -> None:
+    md = render_markdown(
+        _pairs(),
+        sides=[ReportSide("run-a", "<b>C1E</b> & *menu*"), ReportSide("run-b", "a|b")],
+        names={ENERGY.key: "energy|J"},
+    )
+    assert md.split("\n")[0] == '### run-b ("a\\|b") against run-a ("\\<b\\>C1E\\</b\\> \\& \\*menu\\*")'
+    assert "| `energy\\|J` | 5.00 |" in md

@@ -146,6 +146,13 @@ def test_zero_variance_on_both_sides_is_an_exact_answer() -> None:
     assert same.change == 0.0 and same.verdict == "no_significant_change"
 
 
+def test_equal_values_are_exact_whatever_the_floating_point_noise() -> None:
+    """numpy's std of [0.1, 0.1, 0.1] is 1.7e-17, not 0: still no spread."""
+    m = one_pair(SHARE, [0.1] * 3, [0.2] * 3).metric(SHARE.key)
+    assert m.base.stddev == 0.0 and m.test is not None and m.test.name == "exact"
+    assert m.ci95 == pytest.approx((0.1, 0.1))
+
+
 def test_an_exact_answer_does_not_enter_the_correction() -> None:
     """Welch's p = 0.021312 (above) stays below 5% beside an exact metric: the correction counts
     tests only."""
