@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -174,6 +174,8 @@ def compare_sides(metrics: Sequence[MetricAttributes], sides: Sequence[Side]) ->
     correction counts every tested metric of every pair."""
     if len(sides) < 2:
         raise ValueError(f"sides: a comparison needs at least 2 runs, got {len(sides)}")
+    for i, metric in enumerate(metrics):
+        _check_metric(f"metrics[{i}]", metric)
     keys = [m.key for m in metrics]
     if len(set(keys)) != len(keys):
         raise ValueError("metrics: keys must be unique")
@@ -235,20 +237,13 @@ def change_of(unit_kind: UnitKind, base_mean: float, other_mean: float) -> float
 # --- inside --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Draft:
-    """A metric's figures before the correction across the comparison."""
-
-    key: str
-    unit_kind: UnitKind
-    base: SideSummary
-    other: SideSummary
-    change: float | None
-    ci95: tuple[float, float] | None
-    ci95_method: IntervalMethod | None
-    ci95_reason: str | None
-    test: Significance | None
-    exact_difference: bool  # zero variance on both sides and different means
+def _check_metric(where: str, metric: MetricAttributes) -> None:
+    if metric.unit_kind not in DEFAULT_THRESHOLD:
+        raise ValueError(f"{where}.unit_kind: must be '%' or 'pp', got {metric.unit_kind!r}")
+    if metric.direction not in ("up", "down", None):
+        raise ValueError(f"{where}.direction: must be 'up', 'down' or None, got {metric.direction!r}")
+    if metric.threshold is not None and not (math.isfinite(metric.threshold) and metric.threshold >= 0):
+        raise ValueError(f"{where}.threshold: must be a number >= 0 or None, got {metric.threshold!r}")
 
 
 def _check_side(where: str, side: Side) -> None:
@@ -275,7 +270,8 @@ def _present(side: Side, key: str) -> dict[int, float]:
     return {s: float(v) for s, v in zip(side.seeds, values, strict=True) if v is not None}
 
 
-def _compare_metric(metric: MetricAttributes, base: Side, other: Side) -> _Draft:
+def _compare_metric(metric: MetricAttributes, base: Side, other: Side) -> MetricComparison:
+    """A metric's figures before the correction across the comparison (no verdict yet)."""
     unit = metric.unit_kind
     a_by_seed, b_by_seed = _present(base, metric.key), _present(other, metric.key)
     paired = bool(a_by_seed) and set(a_by_seed) == set(b_by_seed)
@@ -291,11 +287,10 @@ def _compare_metric(metric: MetricAttributes, base: Side, other: Side) -> _Draft
     method: IntervalMethod | None = None
     reason: str | None = None
     test: Significance | None = None
-    exact_difference = False
     if sa.n < MIN_REPEATS_FOR_VERDICT or sb.n < MIN_REPEATS_FOR_VERDICT:
         reason = REASON_FEW_REPEATS
     elif sa.stddev == 0 and sb.stddev == 0:
-        test, exact_difference = Significance("exact"), sa.mean != sb.mean
+        test = Significance("exact")
         if change is None:
             reason = REASON_BASE_ZERO
         else:
@@ -305,7 +300,7 @@ def _compare_metric(metric: MetricAttributes, base: Side, other: Side) -> _Draft
         ci, method, reason = _interval(
             unit, a, b, paired, _bootstrap_seed(base.run_id, other.run_id, metric.key)
         )
-    return _Draft(metric.key, unit, sa, sb, change, ci, method, reason, test, exact_difference)
+    return MetricComparison(metric.key, sa, sb, change, unit, ci, method, reason, test, verdict=None)
 
 
 def _t_p_value(t: float, df: float) -> float:
@@ -412,35 +407,25 @@ def _bootstrap(unit: UnitKind, a: np.ndarray, b: np.ndarray, paired: bool, seed:
     return float(low), float(high)
 
 
-def _verdict(metric: MetricAttributes, d: _Draft, p_adjusted: float | None) -> Verdict | None:
-    if d.test is None or d.base.mean is None or d.other.mean is None:
+def _verdict(metric: MetricAttributes, m: MetricComparison) -> Verdict | None:
+    if m.test is None or m.base.mean is None or m.other.mean is None:
         return None
-    significant = (
-        d.exact_difference if d.test.name == "exact" else (p_adjusted is not None and p_adjusted <= ALPHA)
-    )
+    if m.test.name == "exact":
+        significant = m.other.mean != m.base.mean
+    else:
+        significant = m.test.p_adjusted is not None and m.test.p_adjusted <= ALPHA
     # A change from a base of 0 has no percentage: it is as large as a change gets.
-    large = d.change is None or abs(d.change) >= practical_threshold(metric)
-    if not (significant and large) or d.other.mean == d.base.mean:
+    large = m.change is None or abs(m.change) >= practical_threshold(metric)
+    if not (significant and large) or m.other.mean == m.base.mean:
         return "no_significant_change"
-    up = d.other.mean > d.base.mean
+    up = m.other.mean > m.base.mean
     if metric.direction is None:
         return "higher" if up else "lower"
     return "better" if up == (metric.direction == "up") else "worse"
 
 
-def _finish(metric: MetricAttributes, d: _Draft, p_adjusted: float | None) -> MetricComparison:
-    test = d.test
-    if test is not None and test.p_value is not None:
-        test = Significance(test.name, test.p_value, p_adjusted)
-    return MetricComparison(
-        key=d.key,
-        base=d.base,
-        other=d.other,
-        change=d.change,
-        change_unit=d.unit_kind,
-        ci95=d.ci95,
-        ci95_method=d.ci95_method,
-        ci95_reason=d.ci95_reason,
-        test=test,
-        verdict=_verdict(metric, d, p_adjusted),
-    )
+def _finish(metric: MetricAttributes, m: MetricComparison, p_adjusted: float | None) -> MetricComparison:
+    """The metric with its adjusted p-value and verdict."""
+    if m.test is not None and m.test.p_value is not None:
+        m = replace(m, test=replace(m.test, p_adjusted=p_adjusted))
+    return replace(m, verdict=_verdict(metric, m))

@@ -310,6 +310,22 @@ def test_bad_input_names_the_field(sides: list[Side], message: str) -> None:
         compare_sides([MetricSpec("x", "%")], sides)
 
 
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        (MetricSpec("x", "ms"), r"metrics\[0\]\.unit_kind: must be '%' or 'pp', got 'ms'"),  # type: ignore[arg-type]
+        (MetricSpec("x", "%", "higher"), r"metrics\[0\]\.direction"),  # type: ignore[arg-type]
+        (MetricSpec("x", "%", None, -1.0), r"metrics\[0\]\.threshold"),
+    ],
+)
+def test_bad_metric_attributes_name_the_field(metric: MetricSpec, message: str) -> None:
+    sides = [Side("a", [1, 2, 3], {"x": [1.0, 2.0, 3.0]}), Side("b", [1, 2, 3], {"x": [1.0, 2.0, 3.0]})]
+    with pytest.raises(ValueError, match=message):
+        compare_sides([metric], sides)
+    with pytest.raises(ValueError, match="metrics: keys must be unique"):
+        compare_sides([MetricSpec("x", "%"), MetricSpec("x", "pp")], sides)
+
+
 # --- on the engine's own runs ---------------------------------------------------------------------
 
 
