@@ -28,7 +28,12 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     socket, rest = cpus // per_socket, cpus % per_socket
     thread, core = rest // cores, rest % cores
     core_of = socket * cores + core
-    sibling = socket * per_socket + (1 - thread) * cores + core if threads == 2 else np.full_like(cpus, -1)
+    # Each CPU's other threads on its core (-1 without SMT): thread u of the same core is CPU
+    # socket * per_socket + u * cores + core.
+    siblings = np.full((len(cpus), max(threads - 1, 1)), -1, dtype=np.int64)
+    for k in range(1, threads):
+        other = (thread + k) % threads
+        siblings[:, k - 1] = socket * per_socket + other * cores + core
 
     level = np.array([s.core_level for s in table.states], dtype=np.int64)
     top = int(level.max())
@@ -65,7 +70,7 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         level_row=level_row,
         state_row=state_row,
         core_of=core_of,
-        sibling=sibling,
+        siblings=siblings,
         core_level=np.zeros(n_cores, dtype=np.int64),
         core_since=np.zeros(n_cores, dtype=np.int64),
         core_time=np.zeros((n_cores, top + 1), dtype=np.int64),
