@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -262,6 +262,7 @@ class SimConfig(_Model):
             self.topology.sockets = table.topology.sockets
         if "limit" not in self.package.model_fields_set:
             self.package.limit = table.deepest_package_state()  # type: ignore[assignment]
+        self._resolve_driver_governor(table)
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:
             raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
@@ -326,6 +327,22 @@ class SimConfig(_Model):
                 f"over the limit of {MAX_EXPECTED_EVENTS:,}; shorten the run or lower the rates"
             )
         return self
+
+    def _resolve_driver_governor(self, table: Platform) -> None:
+        """Without a cpuidle driver there is no governor: every idle entry is HLT, which the `fixed`
+        governor on the table's HLT state reproduces; haltpoll's table has its own governor."""
+        unset = "name" not in self.governor.model_fields_set
+        if table.driver == "none":
+            if unset:
+                self.governor.name = "fixed"
+                self.governor.fixed_state = self.governor.fixed_state or table.states[-1].name
+            elif self.governor.name != "fixed":
+                raise ValueError(
+                    f"governor.name: {table.name} has no cpuidle driver, so no governor runs (every idle "
+                    f"entry is HLT); use \"fixed\", not {self.governor.name!r}"
+                )
+        elif table.driver == "haltpoll" and unset and "haltpoll" in get_args(GovernorName):
+            self.governor.name = "haltpoll"  # type: ignore[assignment]
 
     def resolve_platform(self) -> Platform:
         if self.platform_table is not None:

@@ -269,7 +269,8 @@ def model_note(table: Platform) -> str:
     if table.driver != "intel_idle":
         return (
             f"not modelled for this family: {table.name} is simulated at the OS level ({table.driver}); "
-            "its core, package and power figures are placeholders, not a model of the hardware"
+            f"its core and power figures rest on {table.modelled_on}'s estimates as placeholders, not a model "
+            "of the hardware, and it has no package C-states"
         )
     return (
         f"not modelled for this family: costs, power and package-state timings are {table.modelled_on}'s "

@@ -66,7 +66,8 @@ def estimate(value: float, source: str) -> Param:
 class CState(_Model):
     """One row of an intel_idle table (state 0 is POLL), plus the model's per-state terms."""
 
-    name: Annotated[str, Field(min_length=1, max_length=16, pattern=r"^[A-Za-z0-9_\-]+$")]
+    # Spaces inside a name are the kernel's too (haltpoll's "haltpoll idle"); CPUIDLE_NAME_LEN is 16.
+    name: Annotated[str, Field(min_length=1, max_length=16, pattern=r"^[A-Za-z0-9_\-]+( [A-Za-z0-9_\-]+)*$")]
     desc: str = ""
     mwait_hint: str | None = None
     flags: list[str] = Field(default_factory=list)
