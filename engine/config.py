@@ -308,9 +308,7 @@ class SimConfig(_Model):
             _check_cpus(f"wakeups.timers.{i}.cpus", timer.cpus, n_cpus)
         missing = [c for c in self.wakeups.busy_cpus if c >= n_cpus]
         if missing:
-            raise ValueError(
-                f"wakeups.busy_cpus: CPU {missing[0]} does not exist (CPUs are 0..{n_cpus - 1})"
-            )
+            raise ValueError(f"wakeups.busy_cpus: CPU {missing[0]} does not exist (CPUs are 0..{n_cpus - 1})")
         for field, src in (
             ("wakeups.interrupts", self.wakeups.interrupts),
             ("wakeups.ipis", self.wakeups.ipis),
@@ -339,7 +337,7 @@ class SimConfig(_Model):
             elif self.governor.name != "fixed":
                 raise ValueError(
                     f"governor.name: {table.name} has no cpuidle driver, so no governor runs (every idle "
-                    f"entry is HLT); use \"fixed\", not {self.governor.name!r}"
+                    f'entry is HLT); use "fixed", not {self.governor.name!r}'
                 )
         elif table.driver == "haltpoll" and unset and "haltpoll" in get_args(GovernorName):
             self.governor.name = "haltpoll"  # type: ignore[assignment]
@@ -415,7 +413,7 @@ def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:
         if bad:
             raise ValueError(f"{field}: CPU {bad[0]} does not exist (CPUs are 0..{n_cpus - 1})")
         if not cpus:
-            raise ValueError(f"{field}: empty CPU list (use \"all\" or name at least one CPU)")
+            raise ValueError(f'{field}: empty CPU list (use "all" or name at least one CPU)')
 
 
 def config_errors(exc: ValidationError) -> list[dict[str, object]]:

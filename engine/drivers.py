@@ -26,7 +26,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.platforms import CState, CpuModel, CoreCState, Driver, Param, Platform, poll_state
+from engine.platforms import CoreCState, CpuModel, CState, Driver, Param, Platform, poll_state
 
 # processor.latency_factor's default (drivers/acpi/processor_idle.c: `static unsigned int
 # latency_factor __read_mostly = 2;`).
@@ -73,7 +73,8 @@ def acpi_idle_states(cst: list[CstEntry], latency_factor: int = ACPI_LATENCY_FAC
                 exit_latency_us=e.latency_us,
                 target_residency_us=e.latency_us * latency_factor,
                 core_cstate=_core(e),
-                source=f"firmware _CST entry {i} (type C{e.type}); residency = latency x processor.latency_factor "
+                source=f"firmware _CST entry {i} (type C{e.type}); residency = latency x "
+                f"processor.latency_factor "
                 f"({latency_factor}), drivers/acpi/processor_idle.c acpi_processor_setup_cstates()",
             )
         )
@@ -115,7 +116,8 @@ def haltpoll_states() -> list[CState]:
             exit_latency_us=1,
             target_residency_us=1,
             core_cstate="CC1",
-            source="haltpoll_driver in drivers/cpuidle/cpuidle-haltpoll.c (exit_latency 1, target_residency 1, "
+            source="haltpoll_driver in drivers/cpuidle/cpuidle-haltpoll.c (exit_latency 1, "
+            "target_residency 1, "
             "enter: default_enter_idle() -> default_idle(), HLT)",
         ),
     ]
@@ -163,10 +165,19 @@ def driver_platform(
     base_states = {s.name: s for s in based_on.states}
     relabelled = []
     for s in states:
-        ref = base_states["POLL"] if s.is_poll else base_states["C1"] if s.core_level <= 2 else base_states["C6"]
+        ref = (
+            base_states["POLL"]
+            if s.is_poll
+            else base_states["C1"]
+            if s.core_level <= 2
+            else base_states["C6"]
+        )
         relabelled.append(
             s.model_copy(
-                update={"power_watts": placeholder(ref.power_watts), "entry_cost_ns": placeholder(ref.entry_cost_ns)}
+                update={
+                    "power_watts": placeholder(ref.power_watts),
+                    "entry_cost_ns": placeholder(ref.entry_cost_ns),
+                }
             )
         )
     topo = based_on.topology.model_copy(update=topology or {})
@@ -190,4 +201,3 @@ def driver_platform(
         family_modelled=False,
         modelled_on=based_on.name,
     )
-

@@ -16,7 +16,6 @@ from engine.platforms import CORE_CSTATES, PackageState, Platform
 from engine.result import Energy, Hardware, HardwareGroup
 
 
-
 def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int) -> K.Hw:
     """The event loop's core, module and package state for this config (everything at C0 at the start)."""
     sockets = config.topology.sockets
@@ -269,8 +268,8 @@ def model_note(table: Platform) -> str:
     if table.driver != "intel_idle":
         return (
             f"not modelled for this family: {table.name} is simulated at the OS level ({table.driver}); "
-            f"its core and power figures rest on {table.modelled_on}'s estimates as placeholders, not a model "
-            "of the hardware, and it has no package C-states"
+            f"its core and power figures rest on {table.modelled_on}'s estimates as placeholders, "
+            "not a model of the hardware, and it has no package C-states"
         )
     return (
         f"not modelled for this family: costs, power and package-state timings are {table.modelled_on}'s "

@@ -139,7 +139,7 @@ def adjust_rows(rows: list[tuple[str, int, int]], table: str) -> TableAdjustment
     if buf[0] == 0:
         return TableAdjustment(rows=list(rows), applied=False, log=[], error="the string is empty")
     names = [r[0].encode() for r in rows]
-    new = [list(r) for r in rows]
+    new: list[list[str | int]] = [list(r) for r in rows]
 
     def fail(reason: str | None = None) -> TableAdjustment:
         if reason is not None:
@@ -188,8 +188,10 @@ def adjust_rows(rows: list[tuple[str, int, int]], table: str) -> TableAdjustment
                 break
         if more is not None:
             return fail(PREFIX + f"Too many fields for C-state '{state[0]}'")
-        log.append(PREFIX + f"C-state from cmdline: name={state[0]}, latency={state[1]}, residency={state[2]}")
-    adjusted = [(str(r[0]), int(r[1]), int(r[2])) for r in new]
+        log.append(
+            PREFIX + f"C-state from cmdline: name={state[0]}, latency={state[1]}, residency={state[2]}"
+        )
+    adjusted = [(str(r[0]), int(r[1]), int(r[2])) for r in new]  # names and figures, as registered
     for i in range(1, len(adjusted)):
         if not _validate(adjusted[i], adjusted[i - 1]):
             return fail(PREFIX + f"C-state '{adjusted[i][0]}' validation failed")
@@ -245,7 +247,10 @@ def apply_table_string(platform: Platform, table: str, *, name: str | None = Non
             "name": name or f"{platform.name}+table",
             "title": f"{platform.title or platform.name} with intel_idle.table={table}",
             "states": [st.model_dump() for st in states],
-            "notes": [*platform.notes, f"Adjusted by intel_idle.table={table} (validated as the kernel does)."],
+            "notes": [
+                *platform.notes,
+                f"Adjusted by intel_idle.table={table} (validated as the kernel does).",
+            ],
         }
     )
 
@@ -263,7 +268,9 @@ def table_string(platform: Platform) -> TableString:
     tables whose rows tie or shrink (skl C7s/C8 800 us, snb C6/C7 345 us) have none, because the
     validation covers the whole resulting table."""
     if platform.driver != "intel_idle":
-        return TableString(None, f"not intel_idle: {platform.name}'s table is registered by {platform.driver}")
+        return TableString(
+            None, f"not intel_idle: {platform.name}'s table is registered by {platform.driver}"
+        )
     try:
         rows = _registered_rows(platform)
     except ValueError as exc:
@@ -282,4 +289,6 @@ def table_string(platform: Platform) -> TableString:
             f": {bad} is {lat}/{res} us after {pn}'s {pl}/{pr} us, and each latency and residency must be "
             f"strictly greater than the previous state's (and residency >= latency, latency 1..5000 us)"
         )
-    return TableString(None, f"no valid intel_idle.table string: the kernel would refuse its own table ({why}){detail}")
+    return TableString(
+        None, f"no valid intel_idle.table string: the kernel would refuse its own table ({why}){detail}"
+    )

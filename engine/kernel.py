@@ -207,9 +207,9 @@ class Hw(NamedTuple):
     0 POLL, then deeper states higher) from the time its wait starts (C_HW_START) to its wake
     event. A core is at the shallowest of its threads' levels while all of them wait (one to four
     threads); a module or package state j holds while every core of its group (the module, the
-    package, or the whole system for Xeon PC6) is at level >= pk_level[j]. Each interval starts at the latest of its members' starts (starts may lie a
-    little ahead of the event being processed: taking the latest keeps them exact) and is
-    counted when its first member leaves.
+    package, or the whole system for Xeon PC6) is at level >= pk_level[j]. Each interval starts
+    at the latest of its members' starts (starts may lie a little ahead of the event being
+    processed: taking the latest keeps them exact) and is counted when its first member leaves.
     """
 
     level: np.ndarray  # (state,) core level requested

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -419,7 +419,7 @@ def _pc_number(name: str) -> int:
 
 # Platform fields that describe the table rather than feed the model: left out of config hashes,
 # so adding such facts to a built-in table does not change the hash of any run on it.
-HASH_EXEMPT: dict[str, object] = {
+HASH_EXEMPT: dict[str, Any] = {
     "driver": True,
     "kernel_table": True,
     "cpu_models": True,
@@ -487,7 +487,9 @@ def validate_package(package: PackageModel, states: list[CState]) -> None:
     for i, p in enumerate(package.states):
         check_requires(f"package.states.{i}", p)
         if p.scope == "module" or not p.name.startswith("PC"):
-            raise ValueError(f"package.states.{i}: a package state is named PCn and has package or system scope")
+            raise ValueError(
+                f"package.states.{i}: a package state is named PCn and has package or system scope"
+            )
         if prev is not None and (
             ranks[p.requires] < ranks[prev.requires]
             or (prev.scope == "system" and p.scope == "package")

@@ -116,7 +116,11 @@ def _explain(dump: DumpTable, table: Platform, uses_acpi: bool) -> tuple[list[st
     # A missing state whose major C-state another present state shares is no MWAIT-subset drop:
     # only max_cstate explains it, which cuts the table from that row on (the kernel's index).
     cut_at = next(
-        (i for i, t in enumerate(theirs) if t.name not in names and t.name not in unusable and _major(t) in present_majors),
+        (
+            i
+            for i, t in enumerate(theirs)
+            if t.name not in names and t.name not in unusable and _major(t) in present_majors
+        ),
         None,
     )
     if cut_at is not None and any(t.name in names for t in theirs[cut_at:]):
@@ -134,9 +138,14 @@ def _explain(dump: DumpTable, table: Platform, uses_acpi: bool) -> tuple[list[st
     for t in table.socket_tables:
         rewrites_t = {k: v for k, v in t.changes.items()}
         if all(
-            (r.latency_us, r.residency_us) == rewrites_t.get(r.name, (by_name[r.name].exit_latency_us, by_name[r.name].target_residency_us))
+            (r.latency_us, r.residency_us)
+            == rewrites_t.get(r.name, (by_name[r.name].exit_latency_us, by_name[r.name].target_residency_us))
             for r in rows
-        ) and any((r.latency_us, r.residency_us) != (by_name[r.name].exit_latency_us, by_name[r.name].target_residency_us) for r in rows):
+        ) and any(
+            (r.latency_us, r.residency_us)
+            != (by_name[r.name].exit_latency_us, by_name[r.name].target_residency_us)
+            for r in rows
+        ):
             variants.append("ivt-8s" if t.min_sockets > 4 else "ivt-4s")
             rewrites = rewrites_t
             break
@@ -190,7 +199,8 @@ def _topology(dump: DumpTable, notes: list[str]) -> dict[str, int]:
             cores = n // (sockets * threads)
         else:
             notes.append(
-                f"the dump's layout ({sockets} package(s), {dump.cores_per_socket} cores, {threads} thread(s)) "
+                f"the dump's layout ({sockets} package(s), {dump.cores_per_socket} cores, "
+                f"{threads} thread(s)) "
                 f"does not make its {n} online CPUs: simulated as 1 socket of {n} single-thread cores"
             )
             sockets, cores, threads = 1, n, 1
@@ -202,7 +212,9 @@ def _topology(dump: DumpTable, notes: list[str]) -> dict[str, int]:
     return {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "cpus": n}
 
 
-def _config(platform: Platform, builtin: bool, dump: DumpTable, notes: list[str], limit: str | None) -> dict[str, Any]:
+def _config(
+    platform: Platform, builtin: bool, dump: DumpTable, notes: list[str], limit: str | None
+) -> dict[str, Any]:
     body: dict[str, Any] = {"platform": platform.name, "topology": _topology(dump, notes)}
     if not builtin:
         body["platform_table"] = platform.model_dump(mode="json")
@@ -236,46 +248,84 @@ def recognise(dump: DumpTable) -> Recognition:
         base = BUILTIN_PLATFORMS["default_idle"]
         config = _config(base, True, dump, notes, None)
         return Recognition(
-            based_on=base.name, variant=[], driver="none", governor=None, family_modelled=False,
-            platform=base, config=config, notes=notes,
+            based_on=base.name,
+            variant=[],
+            driver="none",
+            governor=None,
+            family_modelled=False,
+            platform=base,
+            config=config,
+            notes=notes,
             message="no cpuidle driver: default_idle(), HLT every time (most KVM guests)",
         )
     if driver in ("acpi_idle", "haltpoll"):
-        builtin = BUILTIN_PLATFORMS["acpi_idle" if driver == "acpi_idle" else "haltpoll"]
+        known = BUILTIN_PLATFORMS["acpi_idle" if driver == "acpi_idle" else "haltpoll"]
         rows = [(s.name, s.desc, s.latency_us, s.residency_us) for s in dump.states]
-        same = rows == [(s.name, s.desc, s.exit_latency_us, s.target_residency_us) for s in builtin.states]
+        same = rows == [(s.name, s.desc, s.exit_latency_us, s.target_residency_us) for s in known.states]
         if same:
-            platform, based_on = builtin, builtin.name
+            platform, based_on = known, known.name
         elif driver == "acpi_idle":
-            factors = {s.residency_us // s.latency_us for s in dump.states[1:] if s.latency_us and s.residency_us}
+            factors = {
+                s.residency_us // s.latency_us for s in dump.states[1:] if s.latency_us and s.residency_us
+            }
             factor = factors.pop() if len(factors) == 1 else 2
             states = acpi_idle_states(_cst(dump), latency_factor=factor)
-            platform = driver_platform("acpi_idle-dump", "acpi_idle", states, BUILTIN_PLATFORMS["skx"],
-                                       title="acpi_idle table from a dump")
+            platform = driver_platform(
+                "acpi_idle-dump",
+                "acpi_idle",
+                states,
+                BUILTIN_PLATFORMS["skx"],
+                title="acpi_idle table from a dump",
+            )
             based_on = None
         else:
-            platform, based_on = builtin, None
+            platform, based_on = known, None
             notes.append("haltpoll's table differs from the driver's: simulated with the driver's own")
         config = _config(platform, same, dump, notes, None)
         return Recognition(
-            based_on=based_on, variant=[], driver=driver, governor=dump.governor, family_modelled=False,
-            platform=platform, config=config, notes=notes,
+            based_on=based_on,
+            variant=[],
+            driver=driver,
+            governor=dump.governor,
+            family_modelled=False,
+            platform=platform,
+            config=config,
+            notes=notes,
             message=f"{driver}: not intel_idle; simulated at the OS level, its hardware not modelled",
         )
     if driver != "intel_idle":
-        raise ValueError(f"driver: unknown cpuidle driver {driver!r} (intel_idle, acpi_idle, haltpoll or none)")
+        raise ValueError(
+            f"driver: unknown cpuidle driver {driver!r} (intel_idle, acpi_idle, haltpoll or none)"
+        )
 
     names = [s.name for s in dump.states[1:]]
     if names and all(_ACPI_NAME.match(n) for n in names):
         states = intel_idle_acpi_states(_cst(dump))
-        platform = driver_platform("intel_idle-acpi", "intel_idle", states, BUILTIN_PLATFORMS["skx"],
-                                   title="intel_idle on the firmware's _CST (C<n>_ACPI)")
-        platform = platform.model_copy(update={"notes": [*platform.notes, "States from _CST: no native table for "
-                                                         "this model, or intel_idle.no_native=1."]})
+        platform = driver_platform(
+            "intel_idle-acpi",
+            "intel_idle",
+            states,
+            BUILTIN_PLATFORMS["skx"],
+            title="intel_idle on the firmware's _CST (C<n>_ACPI)",
+        )
+        platform = platform.model_copy(
+            update={
+                "notes": [
+                    *platform.notes,
+                    "States from _CST: no native table for this model, or intel_idle.no_native=1.",
+                ]
+            }
+        )
         config = _config(platform, False, dump, notes, None)
         return Recognition(
-            based_on=None, variant=["acpi-cst"], driver=driver, governor=dump.governor, family_modelled=False,
-            platform=platform, config=config, notes=notes,
+            based_on=None,
+            variant=["acpi-cst"],
+            driver=driver,
+            governor=dump.governor,
+            family_modelled=False,
+            platform=platform,
+            config=config,
+            notes=notes,
             message="intel_idle with the firmware's _CST states (C<n>_ACPI): no built-in table",
         )
 
@@ -289,9 +339,16 @@ def recognise(dump: DumpTable) -> Recognition:
             found.append((len(variants), pid, variants, kept))
     if not found:
         return Recognition(
-            based_on=None, variant=[], driver=driver, governor=dump.governor, family_modelled=False,
-            platform=BUILTIN_PLATFORMS["skx"], config={}, notes=notes,
-            message="no built-in intel_idle table explains this table (nor a variant the kernel makes of one)",
+            based_on=None,
+            variant=[],
+            driver=driver,
+            governor=dump.governor,
+            family_modelled=False,
+            platform=BUILTIN_PLATFORMS["skx"],
+            config={},
+            notes=notes,
+            message="no built-in intel_idle table explains this table (nor a variant the kernel makes "
+            "of one)",
         )
     found.sort()
     _, pid, variants, kept = found[0]
@@ -317,16 +374,26 @@ def recognise(dump: DumpTable) -> Recognition:
             if s.is_poll or s.name in kept:
                 if s.name in kept and "pc6-off" not in variants:
                     lat, res = figures[s.name]
-                    s = s.model_copy(update={"exit_latency_us": float(lat or 0), "target_residency_us": float(res or 0)})
+                    s = s.model_copy(
+                        update={"exit_latency_us": float(lat or 0), "target_residency_us": float(res or 0)}
+                    )
                 states.append(s)
         platform = custom_platform(f"{pid}-dump", states, based_on=base, title=f"{pid} as the dump has it")
-        platform = platform.model_copy(update={"family_modelled": base.family_modelled, "kernel_table": base.kernel_table})
+        platform = platform.model_copy(
+            update={"family_modelled": base.family_modelled, "kernel_table": base.kernel_table}
+        )
     config = _config(platform, builtin, dump, notes, limit)
     if any(v == "ivt-4s" for v in variants) and config["topology"]["sockets"] < 3:
         notes.append("the dump's ivt-4s table implies 3-4 packages, but its layout says fewer")
     desc = f"{pid} ({base.title})" + (f", {', '.join(variants)}" if variants else "")
     return Recognition(
-        based_on=pid, variant=variants, driver=driver, governor=dump.governor,
-        family_modelled=base.family_modelled, platform=platform, config=config, notes=notes,
+        based_on=pid,
+        variant=variants,
+        driver=driver,
+        governor=dump.governor,
+        family_modelled=base.family_modelled,
+        platform=platform,
+        config=config,
+        notes=notes,
         message=f"the table is {desc}",
     )

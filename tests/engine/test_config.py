@@ -160,7 +160,9 @@ def test_too_many_cpus() -> None:
 
 
 def test_four_threads_per_core_allowed_five_refused() -> None:
-    config = SimConfig.model_validate({"topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 4}})
+    config = SimConfig.model_validate(
+        {"topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 4}}
+    )
     assert config.n_cpus() == 8
     err = only_error({"topology": {"threads_per_core": 5}})
     assert err["loc"] == ["topology", "threads_per_core"]
@@ -333,9 +335,15 @@ def test_config_hash_ignores_facts_about_the_table_but_not_its_figures() -> None
     facts = skx.model_copy(update={"cpu_models": [], "kernel_table": "x", "modelled_on": "y"})
     assert SimConfig(platform="skx", platform_table=facts).config_hash() == base
     states = [s.model_copy(update={"source": "elsewhere"}) for s in skx.states]
-    assert SimConfig(platform="skx", platform_table=skx.model_copy(update={"states": states})).config_hash() == base
+    assert (
+        SimConfig(platform="skx", platform_table=skx.model_copy(update={"states": states})).config_hash()
+        == base
+    )
     states[3] = states[3].model_copy(update={"target_residency_us": 601.0})
-    assert SimConfig(platform="skx", platform_table=skx.model_copy(update={"states": states})).config_hash() != base
+    assert (
+        SimConfig(platform="skx", platform_table=skx.model_copy(update={"states": states})).config_hash()
+        != base
+    )
 
 
 def test_config_hash_is_stable_across_processes() -> None:

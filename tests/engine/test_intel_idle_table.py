@@ -158,4 +158,7 @@ def test_every_intel_idle_platform_as_a_string(pid: str) -> None:
 
 def test_other_drivers_have_no_string() -> None:
     answer = table_string(load_platform("acpi_idle"))
-    assert answer.string is None and answer.error == "not intel_idle: acpi_idle's table is registered by acpi_idle"
+    assert (
+        answer.string is None
+        and answer.error == "not intel_idle: acpi_idle's table is registered by acpi_idle"
+    )

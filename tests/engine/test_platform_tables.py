@@ -21,7 +21,9 @@ from engine import BUILTIN_PLATFORMS, SimConfig, load_platform, simulate
 
 from .conftest import quiet
 
-REFERENCE = Path(engine.__file__).resolve().parent.parent / "tests" / "data" / "reference" / "cstate-tables.json"
+REFERENCE = (
+    Path(engine.__file__).resolve().parent.parent / "tests" / "data" / "reference" / "cstate-tables.json"
+)
 
 # idlelab id -> the kernel's table (the id is the table's name without `_cstates`; wsm is
 # nehalem_cstates as WESTMERE_EP uses it).
@@ -85,7 +87,14 @@ def reference() -> dict[str, Any]:
 
 
 def _row(d: dict[str, Any]) -> tuple[Any, ...]:
-    return (d["name"], d["desc"], d["mwait_hint"], sorted(d["flags"]), d["exit_latency_us"], d["target_residency_us"])
+    return (
+        d["name"],
+        d["desc"],
+        d["mwait_hint"],
+        sorted(d["flags"]),
+        d["exit_latency_us"],
+        d["target_residency_us"],
+    )
 
 
 def test_every_listed_table_is_built_in() -> None:
@@ -160,25 +169,39 @@ def test_cpu_models_are_intel_idle_ids(reference: dict[str, Any]) -> None:
         assert all(m.family == 6 and m.model is not None for m in load_platform(pid).cpu_models)
     # Clearwater Forest reuses srf's table.
     assert "INTEL_ATOM_DARKMONT_X" in {m.name for m in load_platform("srf").cpu_models}
-    assert {m.name for m in load_platform("spr").cpu_models} == {"INTEL_SAPPHIRERAPIDS_X", "INTEL_EMERALDRAPIDS_X"}
+    assert {m.name for m in load_platform("spr").cpu_models} == {
+        "INTEL_SAPPHIRERAPIDS_X",
+        "INTEL_EMERALDRAPIDS_X",
+    }
 
 
 def test_ivt_tables_by_package_count(reference: dict[str, Any]) -> None:
-    """ivt_idle_state_table_update(): 1-2 packages ivt_cstates, 3-4 the 4-socket table, more the 8-socket one."""
+    """ivt_idle_state_table_update(): 1-2 packages ivt_cstates, 3-4 the 4-socket table, more the
+    8-socket one."""
     ivt = load_platform("ivt")
 
     def rows(p: Any) -> list[tuple[Any, ...]]:
         return [(s.name, s.exit_latency_us, s.target_residency_us) for s in p.states[1:]]
 
     def ref(name: str) -> list[tuple[Any, ...]]:
-        return [(s["name"], s["exit_latency_us"], s["target_residency_us"]) for s in reference[name]["states"]]
+        return [
+            (s["name"], s["exit_latency_us"], s["target_residency_us"]) for s in reference[name]["states"]
+        ]
 
     assert rows(ivt.for_sockets(1)) == rows(ivt.for_sockets(2)) == ref("ivt_cstates")
     assert rows(ivt.for_sockets(3)) == rows(ivt.for_sockets(4)) == ref("ivt_cstates_4s")
     assert rows(ivt.for_sockets(5)) == rows(ivt.for_sockets(8)) == ref("ivt_cstates_8s")
     assert ivt.for_sockets(4).kernel_table == "ivt_cstates_4s"
     # A 4-socket run registers the 4-socket table: C6 84/400.
-    r = simulate(SimConfig.model_validate({"platform": "ivt", "duration_ms": 2, "topology": {"sockets": 4, "cores_per_socket": 1, "threads_per_core": 1}}))
+    r = simulate(
+        SimConfig.model_validate(
+            {
+                "platform": "ivt",
+                "duration_ms": 2,
+                "topology": {"sockets": 4, "cores_per_socket": 1, "threads_per_core": 1},
+            }
+        )
+    )
     c6 = next(s for s in r.states if s.name == "C6")
     assert (c6.exit_latency_us, c6.target_residency_us) == (84, 400)
 
@@ -230,7 +253,9 @@ def test_no_package_states_still_runs(pid: str) -> None:
 
 
 def test_a_limit_the_platform_lacks_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="package.limit: wsm has no PC2; its package states are PC0, PC3, PC6"):
+    with pytest.raises(
+        ValueError, match="package.limit: wsm has no PC2; its package states are PC0, PC3, PC6"
+    ):
         SimConfig(platform="wsm", package={"limit": "PC2"})  # type: ignore[arg-type]
 
 
@@ -244,7 +269,9 @@ def test_srf_module_c6_needs_the_whole_module() -> None:
     r_busy = simulate(SimConfig.model_validate({**base, "wakeups": {**idle, "busy_cpus": [3]}}))
     assert r_idle.hardware.module_states == ["MC6"]
     assert r_idle.hardware.system.module["MC6"] > 0.5
-    assert r_idle.hardware.system.turbostat["Mod%c6"] == pytest.approx(100 * r_idle.hardware.system.module["MC6"])
+    assert r_idle.hardware.system.turbostat["Mod%c6"] == pytest.approx(
+        100 * r_idle.hardware.system.module["MC6"]
+    )
     assert r_busy.hardware.system.module["MC6"] == 0.0
     # The package follows the module: no PC2/PC6 with a busy core.
     assert r_busy.hardware.system.package["PC0"] == 1.0
@@ -253,7 +280,12 @@ def test_srf_module_c6_needs_the_whole_module() -> None:
 def test_gnr_c6_alone_keeps_the_package_out_of_pc6() -> None:
     """GNR's C6 requests core C6 only: with C6P disabled the package never reaches PC6."""
     topo = {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1}
-    body = {"platform": "gnr", "duration_ms": 30, "topology": topo, "wakeups": quiet(timers=[{"period_us": 5000.0}])}
+    body = {
+        "platform": "gnr",
+        "duration_ms": 30,
+        "topology": topo,
+        "wakeups": quiet(timers=[{"period_us": 5000.0}]),
+    }
     with_c6p = simulate(SimConfig.model_validate(body))
     without = simulate(SimConfig.model_validate({**body, "states": {"disabled": ["C6P"]}}))
     assert with_c6p.hardware.system.package["PC6"] > 0.3
@@ -265,7 +297,12 @@ def test_four_threads_per_core_hold_the_core_in_c0() -> None:
     """Xeon Phi: a core reaches CC6 only while all four of its threads request C6; one busy thread
     of four keeps it in CC0, though the other three are in OS C6 most of the time."""
     topo = {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 4}
-    body = {"platform": "knl", "duration_ms": 30, "topology": topo, "wakeups": quiet(timers=[{"period_us": 5000.0}])}
+    body = {
+        "platform": "knl",
+        "duration_ms": 30,
+        "topology": topo,
+        "wakeups": quiet(timers=[{"period_us": 5000.0}]),
+    }
     idle = simulate(SimConfig.model_validate(body))
     # CPU 0 is thread 0 of core 0; CPUs 2, 4, 6 are its other threads (CPU t*C + k, C = 2).
     busy = simulate(SimConfig.model_validate({**body, "wakeups": {**body["wakeups"], "busy_cpus": [0]}}))

@@ -77,21 +77,39 @@ def test_a_dump_is_simulated_as_it_is() -> None:
     assert result.hardware.module_states == ["MC6"] and "PC6" in result.hardware.package_states
 
 
-def _rows(pid: str, changes: dict[str, tuple[int, int]] | None = None, drop: tuple[str, ...] = (),
-          off: tuple[str, ...] = ()) -> list[DumpState]:
+def _rows(
+    pid: str,
+    changes: dict[str, tuple[int, int]] | None = None,
+    drop: tuple[str, ...] = (),
+    off: tuple[str, ...] = (),
+) -> list[DumpState]:
     out = []
     for s in load_platform(pid).states:
         if s.name in drop or "CPUIDLE_FLAG_UNUSABLE" in s.flags:
             continue
         lat, res = (changes or {}).get(s.name, (int(s.exit_latency_us), int(s.target_residency_us)))
-        out.append(DumpState(name=s.name, desc=s.desc, latency_us=lat, residency_us=res,
-                             default_status="disabled" if s.name in off else "enabled"))
+        out.append(
+            DumpState(
+                name=s.name,
+                desc=s.desc,
+                latency_us=lat,
+                residency_us=res,
+                default_status="disabled" if s.name in off else "enabled",
+            )
+        )
     return out
 
 
 def _recognise(states: list[DumpState], **kw: object) -> tuple[str | None, list[str], dict[str, object]]:
-    r = recognise(DumpTable(states=states, driver=kw.pop("driver", "intel_idle"), governor="menu",  # type: ignore[arg-type]
-                            online_cpus=8, **kw))  # type: ignore[arg-type]
+    r = recognise(
+        DumpTable(
+            states=states,
+            driver=kw.pop("driver", "intel_idle"),
+            governor="menu",  # type: ignore[arg-type]
+            online_cpus=8,
+            **kw,
+        )
+    )  # type: ignore[arg-type]
     return r.based_on, r.variant, r.config
 
 
@@ -141,7 +159,8 @@ def test_acpi_cst_through_intel_idle() -> None:
     assert (based_on, variants) == (None, ["acpi-cst"])
     platform = SimConfig.model_validate(config).resolve_platform()
     assert [(s.name, s.exit_latency_us, s.target_residency_us) for s in platform.states[1:]] == [
-        ("C1_ACPI", 1, 1), ("C2_ACPI", 127, 381)
+        ("C1_ACPI", 1, 1),
+        ("C2_ACPI", 127, 381),
     ]
 
 
