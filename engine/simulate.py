@@ -497,8 +497,13 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
             "hardware.c1e_promotion is on: C1 requests enter C1E in hardware (intel_idle turns this off "
             "on these platforms)"
         )
+    if not table.family_modelled:
+        out.append(
+            f"{table.name}: no hardware model of this family; costs, power and package timings are "
+            f"{table.modelled_on}'s estimates"
+        )
     if table.package is not None:
-        for p in table.package.states:
+        for p in [*table.package.module_states, *table.package.states]:
             out.append(f"{p.name} entry = {p.entry_ns.value:g} ns ({p.entry_ns.kind}: {p.entry_ns.source})")
         snoop = table.package.snoop_rate_hz
         rate = config.package.snoop_rate_hz if config.package.snoop_rate_hz is not None else snoop.value
