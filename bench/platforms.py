@@ -39,7 +39,9 @@ def best(config: dict[str, Any]) -> tuple[float, int, int]:
 def main() -> None:
     from engine import BUILTIN_PLATFORMS
 
-    cases: dict[str, dict[str, Any]] = {pid: {"platform": pid, "duration_ms": 100} for pid in sorted(BUILTIN_PLATFORMS)}
+    cases: dict[str, dict[str, Any]] = {
+        pid: {"platform": pid, "duration_ms": 100} for pid in sorted(BUILTIN_PLATFORMS)
+    }
     cases["skx_1024cpus"] = {
         "platform": "skx",
         "duration_ms": 100,
