@@ -134,20 +134,17 @@ def _explain(dump: DumpTable, table: Platform, uses_acpi: bool) -> tuple[list[st
     if cut_at is not None:
         variants.append(f"max-cstate:{cut_at}")
     # Figures: the table's, or a rewrite the kernel makes.
+    shown: dict[str, tuple[float | None, float | None]] = {
+        r.name: (r.latency_us, r.residency_us) for r in rows
+    }
+    own = {n: (by_name[n].exit_latency_us, by_name[n].target_residency_us) for n in shown}
     rewrites: dict[str, tuple[float, float]] = {}
     for t in table.socket_tables:
-        rewrites_t = {k: v for k, v in t.changes.items()}
-        if all(
-            (r.latency_us, r.residency_us)
-            == rewrites_t.get(r.name, (by_name[r.name].exit_latency_us, by_name[r.name].target_residency_us))
-            for r in rows
-        ) and any(
-            (r.latency_us, r.residency_us)
-            != (by_name[r.name].exit_latency_us, by_name[r.name].target_residency_us)
-            for r in rows
-        ):
-            variants.append("ivt-8s" if t.min_sockets > 4 else "ivt-4s")
-            rewrites = rewrites_t
+        chosen = {n: t.changes.get(n, own[n]) for n in shown}
+        if shown == chosen and shown != own:
+            # ivt_idle_state_table_update()'s table for more packages: ivt_cstates_4s -> ivt-4s.
+            variants.append(f"{table.name}-{t.table.rsplit('_', 1)[1]}")
+            rewrites = dict(t.changes)
             break
     limited = table.package.limited_table if table.package is not None and table.name in _PC6_OFF else {}
     pc6_off = False
