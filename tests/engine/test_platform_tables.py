@@ -312,3 +312,47 @@ def test_four_threads_per_core_hold_the_core_in_c0() -> None:
     assert busy.hardware.per_core[1][-1] > 0.5  # core 1 untouched
     c6 = busy.per_cpu_state_names.index("C6")
     assert min(busy.per_cpu_residency[cpu][c6] for cpu in (2, 4, 6)) > 0.5
+
+
+@pytest.mark.parametrize("pid", sorted(BUILTIN_PLATFORMS))
+def test_hardware_invariants_on_every_platform(pid: str) -> None:
+    """On every table: a core is in a core C-state (or deeper) no longer than each of its threads
+    asks for one that deep; a module or package state holds no longer than every core of its
+    scope is in the core C-state its required state asks; each breakdown sums to 1."""
+    platform = load_platform(pid)
+    threads = platform.topology.threads_per_core
+    cores = 8 if platform.topology.cores_per_module > 1 else 4
+    body = {
+        "platform": pid,
+        "duration_ms": 20,
+        "topology": {"sockets": 1, "cores_per_socket": cores, "threads_per_core": threads},
+        "wakeups": {"busy_cpus": [1]},
+    }
+    r = simulate(SimConfig.model_validate(body))
+    hw = r.hardware
+    order = ["CC0", "CC1", "CC1E", "CC3", "CC6", "CC7"]
+    level = {s.name: s.core_level for s in platform.states}
+    for row in hw.per_core:
+        assert sum(row) == pytest.approx(1.0, abs=1e-9) and min(row) >= -1e-12
+    assert sum(hw.system.package.values()) == pytest.approx(1.0, abs=1e-9)
+
+    def core_share(core: int, at_least: int) -> float:
+        return sum(
+            v for n, v in zip(hw.core_states, hw.per_core[core], strict=True) if order.index(n) >= at_least
+        )
+
+    for cpu, row in enumerate(r.per_cpu_residency):
+        core = cpu % cores
+        for k in range(1, 6):
+            os_share = sum(
+                v for n, v in zip(r.per_cpu_state_names, row, strict=False) if level.get(n, 0) >= k
+            )
+            assert core_share(core, k) <= os_share + 1e-9
+    if platform.package is not None:
+        for p in platform.package.states:
+            need = level[p.requires]
+            deepest_core = min(core_share(c, need) for c in range(cores))
+            assert hw.system.package[p.name] <= deepest_core + 1e-9, p.name
+        for m in platform.package.module_states:
+            # Core 1 is busy: its module (cores 0-3) never reaches module C6.
+            assert hw.system.module[m.name] <= 0.5 + 1e-9
