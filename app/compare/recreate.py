@@ -37,10 +37,8 @@ def run_body(
 ) -> dict[str, Any]:
     """The `POST /api/runs` body recreating a run: its config, with `platform_table` (the
     resolved custom table) inlined when given, its title and its repeats."""
-    body = {"config": dict(config), "title": title, "repeats": repeats}
-    if platform_table is not None:
-        body["config"]["platform_table"] = dict(platform_table)
-    return _checked_bodies([body])[0]
+    inlined = dict(config) if platform_table is None else {**config, "platform_table": dict(platform_table)}
+    return _checked_bodies([{"config": inlined, "title": title, "repeats": repeats}])[0]
 
 
 def curl_snippet(base_url: str, bodies: Sequence[Mapping[str, Any]]) -> str:
