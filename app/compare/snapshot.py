@@ -22,7 +22,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -129,7 +129,7 @@ class Section:
     text: str = ""
     items: Sequence[str] = ()
     tables: Sequence[Table] = ()
-    figures: Sequence[Figure] = field(default_factory=tuple)
+    figures: Sequence[Figure] = ()
 
 
 def render_snapshot(
@@ -148,19 +148,21 @@ def render_snapshot(
     (no licence header first, or it holds `</script` or `<!--`) or a figure is not a figure dict.
     """
     _check_bundle(plotly_js)
-    body: list[str] = [f"<h1>{_escape(title)}</h1>"]
-    if subtitle:
+    body: list[str] = [f"<h1>{_escape(_string('title', title))}</h1>"]
+    if _string("subtitle", subtitle):
         body.append(f'<p class="subtitle text">{_escape(subtitle)}</p>')
     chart_count = 0
     for s, section in enumerate(sections):
-        body.append(f"<section>\n<h2>{_escape(section.heading)}</h2>")
-        if section.text:
+        where = f"sections[{s}]"
+        if not isinstance(section, Section):
+            raise ValueError(f"{where}: a Section, got {type(section).__name__}")
+        body.append(f"<section>\n<h2>{_escape(_string(f'{where}.heading', section.heading))}</h2>")
+        if _string(f"{where}.text", section.text):
             body.append(f'<div class="text">{_escape(section.text)}</div>')
-        if section.items:
-            body.append(
-                "<ul>" + "".join(f'<li class="text">{_escape(i)}</li>' for i in section.items) + "</ul>"
-            )
-        body += [_table(table) for table in section.tables]
+        items = [_string(f"{where}.items[{i}]", item) for i, item in enumerate(section.items)]
+        if items:
+            body.append("<ul>" + "".join(f'<li class="text">{_escape(i)}</li>' for i in items) + "</ul>")
+        body += [_table(f"{where}.tables[{t}]", table) for t, table in enumerate(section.tables)]
         for f, figure in enumerate(section.figures):
             chart_count += 1
             body.append(_figure(f"sections[{s}].figures[{f}]", f"chart-{chart_count}", figure))
@@ -169,7 +171,7 @@ def render_snapshot(
         body.append(
             '<noscript><p class="text">The charts need JavaScript; their data is in this file.</p></noscript>'
         )
-    if footer:
+    if _string("footer", footer):
         body.append(f'<p class="footer text">{_escape(footer)}</p>')
     scripts = ""
     if chart_count:
@@ -231,8 +233,14 @@ def _figure_title(figure: Figure) -> str:
     return title if isinstance(title, str) else "chart"
 
 
-def _table(table: Table) -> str:
-    head = "".join(f"<th>{_escape(c)}</th>" for c in table.columns)
+def _table(where: str, table: Table) -> str:
+    columns = [_string(f"{where}.columns[{c}]", column) for c, column in enumerate(table.columns)]
+    for r, row in enumerate(table.rows):
+        if len(row) != len(columns):
+            raise ValueError(f"{where}.rows[{r}]: {len(row)} cells for {len(columns)} columns")
+    if table.caption is not None:
+        _string(f"{where}.caption", table.caption)
+    head = "".join(f"<th>{_escape(c)}</th>" for c in columns)
     rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>\n" for row in table.rows)
     caption = f"<caption>{_escape(table.caption)}</caption>" if table.caption else ""
     table_html = f"<table>{caption}<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}</tbody></table>"
@@ -245,6 +253,12 @@ def _cell(cell: Cell) -> str:
     if isinstance(cell, int | float) and not isinstance(cell, bool):
         return f'<td class="num">{_escape(str(cell))}</td>'
     return f"<td>{_escape(str(cell))}</td>"
+
+
+def _string(where: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: a string, got {type(value).__name__}")
+    return value
 
 
 def _escape(text: str) -> str:

@@ -194,3 +194,23 @@ def test_a_figure_that_is_not_one_is_refused_naming_it(bad: Any, message: str) -
     with pytest.raises(ValueError) as caught:
         render_snapshot("t", [Section("a"), Section("b", figures=[bad])], plotly_js=FAKE_BUNDLE)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("title", "given", "message"),
+    [
+        (3, [], "title: a string, got int"),
+        ("t", [Section(None)], "sections[0].heading: a string, got NoneType"),  # type: ignore[arg-type]
+        ("t", ["Summary"], "sections[0]: a Section, got str"),
+        ("t", [Section("a", items=["x", 2])], "sections[0].items[1]: a string, got int"),  # type: ignore[list-item]
+        (
+            "t",
+            [Section("a", tables=[Table(["a", "b"], [["x", 1], [2]])])],
+            "sections[0].tables[0].rows[1]: 1 cells for 2 columns",
+        ),
+    ],
+)
+def test_text_that_is_not_text_is_refused_naming_it(title: Any, given: Any, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        render_snapshot(title, given, plotly_js=FAKE_BUNDLE)
+    assert str(caught.value) == message
