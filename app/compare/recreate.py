@@ -23,8 +23,9 @@ COMPARE_PATH = "/api/compare"
 MAX_COMPARED_RUNS = 8  # what `GET /api/compare` takes
 MAX_REPEATS = 50  # DESIGN section 7: repeats are 1-50
 POLL_INTERVAL_S = 2
-# The POST answer starts `{"id":"...` (app/runs/api.py writes `id` first).
-_SED_ID = r"""sed -n 's/^{"id": *"\([^"]*\)".*/\1/p'"""
+# The POST answer starts `{"id":"...` (app/runs/api.py writes `id` first); ids are URL-safe
+# base64, and nothing else is taken from an answer into the shell's words.
+_SED_ID = r"""sed -n 's/^{"id": *"\([A-Za-z0-9_-]*\)".*/\1/p'"""
 _FINISHED = r"""grep -Eq '"status": *"(done|failed)"'"""
 
 
@@ -89,6 +90,7 @@ def python_snippet(base_url: str, bodies: Sequence[Mapping[str, Any]]) -> str:
         "import json",
         "import time",
         "import urllib.error",
+        "import urllib.parse",
         "import urllib.request",
         "",
         f"BASE = {base!r}",
@@ -115,7 +117,8 @@ def python_snippet(base_url: str, bodies: Sequence[Mapping[str, Any]]) -> str:
     if compare:
         lines += [
             "for run_id in ids:",
-            f'    while call("GET", {RUNS_PATH + "/"!r} + run_id)["status"] not in ("done", "failed"):',
+            f'    path = {RUNS_PATH + "/"!r} + urllib.parse.quote(run_id, safe="")',
+            '    while call("GET", path)["status"] not in ("done", "failed"):',
             f"        time.sleep({POLL_INTERVAL_S})",
             f'print(json.dumps(call("GET", {COMPARE_PATH + "?ids="!r} + ",".join(ids)), indent=2))',
         ]

@@ -46,6 +46,7 @@ printf '%s\0' "$@" > "$CURL_LOG/$(printf %03d "$n")"
 for last; do :; done
 case " $* " in
   *" POST "*)
+    if [ "$n" = "${CURL_ODD_ID_AT:-}" ]; then printf '{"id": "%s"}' "$CURL_ODD_ID"; exit; fi
     printf '{"id": "r%d", "url": "/runs/r%d", "status": "queued", "delete_token": "tok"}' "$n" "$n" ;;
   *"/api/runs/"*)
     seen="$CURL_LOG.${last##*/}"
@@ -68,7 +69,9 @@ def bodies(titles: list[str] = TITLES) -> list[dict[str, Any]]:
     ]
 
 
-def run_shell(shell: list[str], snippet: str, tmp_path: Path) -> tuple[str, list[list[bytes]]]:
+def run_shell(
+    shell: list[str], snippet: str, tmp_path: Path, **env_vars: str
+) -> tuple[str, list[list[bytes]]]:
     bin_dir, log = tmp_path / "bin", tmp_path / "log"
     bin_dir.mkdir(exist_ok=True)
     shutil.rmtree(log, ignore_errors=True)
@@ -78,8 +81,8 @@ def run_shell(shell: list[str], snippet: str, tmp_path: Path) -> tuple[str, list
     curl.chmod(0o755)
     (bin_dir / "sleep").write_text("#!/bin/sh\n")  # the polls need not wait
     (bin_dir / "sleep").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CURL_LOG": str(log)}
-    done = subprocess.run([*shell, "-c", snippet], env=env, capture_output=True, timeout=60)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CURL_LOG": str(log), **env_vars}
+    done = subprocess.run([*shell, "-c", snippet], env=env, cwd=tmp_path, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     calls = [path.read_bytes().split(b"\0")[:-1] for path in sorted(log.iterdir())]
     return done.stdout.decode(), calls
@@ -131,6 +134,15 @@ def test_a_compare_posts_each_run_waits_and_compares_the_new_ids(shell: list[str
     ids = ",".join(f"r{i}" for i in range(1, n + 1))
     assert calls[-1] == [b"-s", f"{BASE}/api/compare?ids={ids}".encode()]
     assert stdout.count('"delete_token": "tok"') == n  # every answer shown
+
+
+@pytest.mark.parametrize("odd", ["$(touch pwned)", "*", "r 2", "../../x"])
+def test_an_id_outside_the_id_alphabet_is_not_taken_into_the_shell(odd: str, tmp_path: Path) -> None:
+    _, calls = run_shell(
+        SHELLS[0], curl_snippet(BASE, bodies(TITLES[:3])), tmp_path, CURL_ODD_ID_AT="2", CURL_ODD_ID=odd
+    )
+    assert calls[-1] == [b"-s", f"{BASE}/api/compare?ids=r1,r3".encode()]
+    assert not (tmp_path / "pwned").exists()
 
 
 class Stub(BaseHTTPRequestHandler):
