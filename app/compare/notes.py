@@ -75,10 +75,11 @@ def validate_note(text: Any) -> str:
 
 
 def render_note(text: str) -> str:
-    """The note as HTML to place inside an element: every character escaped, newlines as `<br>`,
-    URLs, commit ids and Message-IDs as `<a href="..." rel="noopener nofollow">` links (the only
-    tags besides `<br>`). A URL's trailing sentence punctuation, and a closing bracket it did not
-    open, stay outside its link."""
+    """The note as HTML to place inside an element: every character escaped, newlines as `<br>`
+    (so the element keeps ordinary `white-space`), URLs, commit ids and Message-IDs as
+    `<a href="..." rel="noopener nofollow">` links (the only tags besides `<br>`). A URL's
+    trailing sentence punctuation, and a closing bracket it did not open, stay outside its link.
+    In a template, wrap it in `markupsafe.Markup`."""
     parts: list[str] = []
     position = 0
     for match in _LINKABLE.finditer(text):
