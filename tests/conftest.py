@@ -192,7 +192,7 @@ def _testclient() -> Any:
 @pytest.fixture(scope="module", params=DATABASES)
 def app_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """In-process client (lifespan run: migrations applied) with no workers: runs stay queued."""
-    from app.config import Settings
+    from app.core.settings import Settings
     from app.main import create_app
 
     url = _database_url(request, tmp_path_factory.mktemp("app_client"))

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from app.charts.base import (
     Result,
 )
-from app.models import IPIS_AVOIDED, IPIS_SENT, ipi_total
+from app.core.models import IPIS_AVOIDED, IPIS_SENT, ipi_total
 from engine.result import LATENCY_LABELS, LATENCY_SOURCES
 
 

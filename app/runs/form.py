@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from app import charts
-from app.platforms.views import COST_LABELS
-from app.web import fmt_num
+from app.core.web import fmt_num
+from app.platforms.service import COST_LABELS
 from engine.config import GovernorName, Mechanism, SimConfig
 from engine.governors import GOVERNOR_KERNEL
 

@@ -9,8 +9,9 @@ import orjson
 import pytest
 
 from app import charts
-from app.runs.pages import annotate_metrics, result_csv
-from app.web import json_script
+from app.compare.service import annotate_metrics
+from app.runs.pages import result_csv
+from app.core.web import json_script
 from engine import SimConfig, load_platform, simulate
 
 SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}}

@@ -82,8 +82,8 @@ def test_run_prints_a_summary_writes_json_and_saves(tmp_path: Path) -> None:
     assert result["cpus"] == 4 and result["duration_ns"] == 20_000_000
 
     # The saved run is in the database the server would use.
-    from app.db import make_db_engine, make_sessionmaker, session_scope
-    from app.runs.views import list_runs_view
+    from app.core.database import make_db_engine, make_sessionmaker, session_scope
+    from app.runs.service import list_runs_view
 
     db_engine = make_db_engine(sqlite_url(tmp_path / "cli.db"))
     try:

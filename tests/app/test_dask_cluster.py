@@ -16,8 +16,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from app.db import make_db_engine, make_sessionmaker, session_scope
-from app.models import Run
+from app.core.database import make_db_engine, make_sessionmaker, session_scope
+from app.core.models import Run
 from tests.app.factories import POLL_TIMEOUT_S, submit, wait_finished
 from tests.conftest import free_port
 

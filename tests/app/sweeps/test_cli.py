@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.db import make_db_engine, make_sessionmaker, session_scope
-from app.sweeps import views
+from app.core.database import make_db_engine, make_sessionmaker, session_scope
+from app.sweeps import service as views
 from tests.app.test_dask_cluster import DaskCluster
 from tests.conftest import free_port, sqlite_url
 

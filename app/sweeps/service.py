@@ -1,5 +1,6 @@
 """Sweeps: a base config and axes in, validated points out (`expand`), submitted as runs through
-the job runner (`submit`); `sweep_view` is the one loader of `/sweeps/{id}` and its JSON twin."""
+the run lifecycle (`submit`, `cancel`); `sweep_view` is the one loader of `/sweeps/{id}` and its
+JSON twin."""
 
 from __future__ import annotations
 
@@ -8,20 +9,20 @@ import csv
 import io
 import itertools
 import math
-import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from app.errors import InvalidInput, NotFound
-from app.jobs import JobRunner, RunSpec
-from app.models import RESULT_SUMMARY_COLUMNS, Run, Sweep, utcnow
-from app.runs import store as run_store
-from app.runs.views import resolve_config, run_path
+from app.core.errors import InvalidInput, NotFound
+from app.core.models import RESULT_SUMMARY_COLUMNS, RUN_STATUSES, Run, Sweep, utcnow
+from app.core.tokens import new_id, new_token
+from app.runs import lifecycle
+from app.runs.lifecycle import RunSpec, Submitter
+from app.runs.service import resolve_config, run_path
 from app.sweeps import store
 from engine import SimConfig
 
@@ -161,24 +162,17 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
     return base, points
 
 
-def parse(data: Any) -> SweepCreate:
-    try:
-        return SweepCreate.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
-
-
 def _point_title(title: str, values: Mapping[str, Any]) -> str:
     text = ", ".join(f"{p}={v}" for p, v in values.items())
     return (f"{title}: {text}" if title else text)[:200]
 
 
-def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, Any]:
+def submit(session: Session, submitter: Submitter, body: SweepCreate) -> dict[str, Any]:
     """Validate and store a sweep with its points (one transaction); its id, delete token, points."""
     base, points = expand(session, body)
-    session.commit()  # ends the read: the runner writes in its own transaction
-    token = secrets.token_urlsafe(24)
-    sweep_id = run_store.new_run_id()
+    session.commit()  # ends the read: the submission writes in its own transaction
+    token, token_hash = new_token()
+    sweep_id = new_id()
 
     def add_sweep(s: Session) -> None:
         s.add(
@@ -186,7 +180,7 @@ def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, 
                 id=sweep_id,
                 title=body.title,
                 unlisted=body.unlisted,
-                delete_token_hash=run_store.hash_token(token),
+                delete_token_hash=token_hash,
                 base=orjson.dumps(base).decode(),
                 axes=orjson.dumps([a.model_dump() for a in body.axes]).decode(),
                 n_points=len(points),
@@ -200,8 +194,14 @@ def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, 
         RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index)
         for p in points
     ]
-    runner.submit_many(specs, before=add_sweep)
+    submitter(specs, before=add_sweep)
     return {"id": sweep_id, "delete_token": token, "points": len(points)}
+
+
+def cancel(session: Session, sweep_id: str) -> int:
+    """Cancel a sweep: its queued points fail (running ones finish); how many."""
+    store.mark_cancelled(session, sweep_id)
+    return lifecycle.cancel_sweep(session, sweep_id)
 
 
 def _status(counts: Mapping[str, int], n_points: int, cancelled: bool) -> str:
@@ -223,7 +223,7 @@ def summary(sweep: Sweep, counts: Mapping[str, int]) -> dict[str, Any]:
         "status": _status(counts, sweep.n_points, sweep.cancelled),
         "progress": finished / sweep.n_points if sweep.n_points else 1.0,
         "n_points": sweep.n_points,
-        "counts": {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")},
+        "counts": {s: counts.get(s, 0) for s in RUN_STATUSES},
         "created_at": sweep.created_at.isoformat(),
     }
 

@@ -9,6 +9,7 @@ import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -20,11 +21,13 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from markupsafe import Markup
+from starlette.datastructures import UploadFile
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import charts, errors
-from app.config import REPO_ROOT
+from app.core import errors
+from app.core.errors import UnsupportedMediaType
+from app.core.settings import REPO_ROOT
 from engine.governors import GOVERNOR_KERNEL
 from engine.result import SENDER_PARTS
 
@@ -116,25 +119,38 @@ def plotly_js_url() -> str:
     return f"/vendor/{PLOTLY_JS_NAME}"
 
 
-# A stored page links the plotly bundle by version and the static files by path: a page rendered
-# by another render version is rendered again when served. Bump the number when templates change
-# in a way that matters to stored pages.
-RENDER_VERSION = f"4-{PLOTLY_JS_NAME}"
+# What a stored page depends on: the templates, the chart code that builds its figures, the static
+# files it links (the plotly bundle included). A page stored under another digest is rendered
+# again when served.
+RENDERED_FROM = (TEMPLATES_DIR, STATIC_DIR, REPO_ROOT / "app" / "charts")
 
 
 @cache
-def _routes() -> APIRouter:
-    from app.main import ROUTERS  # the app's routers (main imports this module first)
+def render_version() -> str:
+    """A digest of every file a stored page is rendered from, computed once per process."""
+    digest = hashlib.blake2b(digest_size=8)
+    for root in RENDERED_FROM:
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc"):
+            digest.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
+
+_routes = APIRouter()
+
+
+def use_routes(routers: Iterable[APIRouter]) -> None:
+    """Name the app's routes for `url_for` (links to run pages and the rest): `app.main` wires
+    them at start-up, so this layer never imports the slices it links to."""
+    global _routes
     routes = APIRouter()
-    for r in (router, *ROUTERS):
+    for r in (router, *routers):
         routes.include_router(r)
-    return routes
+    _routes = routes
 
 
 def url_for(name: str, /, **params: Any) -> str:
     """Path-only links (`/runs/abc`): stored pages carry no host, and render without an app."""
-    return str(_routes().url_path_for(name, **params))
+    return str(_routes.url_path_for(name, **params))
 
 
 env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(default=True))
@@ -142,11 +158,7 @@ env.globals.update(
     url_for=url_for,
     static_url=static_url,
     plotly_js_url=plotly_js_url,
-    state_color=charts.state_color,
-    source_names=charts.SOURCE_NAMES,
-    mechanism_names=charts.MECHANISM_NAMES,
     sender_parts=SENDER_PARTS,
-    sender_part_names=charts.PART_NAMES,
     governor_kernel=GOVERNOR_KERNEL,
 )
 env.filters.update(json_script=json_script, num=fmt_num, us=fmt_us, time=fmt_time)
@@ -158,6 +170,67 @@ def absolute(request: Request, path: str) -> str:
     return str(request.base_url).rstrip("/") + path
 
 
+def json_response(data: Any, status_code: int = 200) -> Response:
+    """A JSON answer: bytes (stored or cached answers) as they are, a pydantic model or plain data
+    serialised once."""
+    if isinstance(data, bytes):
+        body = data
+    elif hasattr(data, "model_dump_json"):
+        body = data.model_dump_json().encode()
+    else:
+        body = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    return Response(body, status_code=status_code, media_type="application/json")
+
+
+def see_other(path: str) -> Response:
+    """The answer to a page's form post: go to `path` (303, so the browser GETs it)."""
+    return Response(status_code=303, headers={"Location": path})
+
+
+async def require_json(request: Request) -> None:
+    """Only `application/json` bodies are read: a form or `text/plain` post needs no preflight, so
+    another site's page could send one (declared on the JSON routes, checked before their body)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(f"send the body as application/json, not {content_type or 'nothing'!r}")
+
+
+@dataclass
+class Upload:
+    """A posted form's files (by name) and text fields, or a whole body as one file."""
+
+    files: dict[str, bytes]
+    fields: dict[str, str]
+
+    @property
+    def title(self) -> str:
+        return self.fields.get("title", "")
+
+    @property
+    def unlisted(self) -> bool:
+        return self.fields.get("unlisted") in ("1", "on", "true")
+
+
+MAX_UPLOAD_FILES = 4
+
+
+async def read_upload(request: Request, limit: int, *, filename: str | None = None) -> Upload:
+    """The files of a multipart form (and its text fields: `title`, `unlisted`...), or the whole
+    body as one file named by `filename` (a turbostat text, a wult zip/tar, a sysfs dump)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "multipart/form-data":
+        return Upload(files={filename or "upload": await request.body()}, fields={})
+    files: dict[str, bytes] = {}
+    fields: dict[str, str] = {}
+    async with request.form(max_files=MAX_UPLOAD_FILES, max_fields=8, max_part_size=limit) as form:
+        for key, value in form.multi_items():
+            if not isinstance(value, UploadFile):
+                fields[key] = value
+            elif value.filename:  # an empty file input sends a nameless empty part
+                files[value.filename] = await value.read()
+    return Upload(files=files, fields=fields)
+
+
 def render_html(name: str, context: dict[str, Any]) -> str:
     """A template as text (no request: stored pages are rendered this way too)."""
     return env.get_template(name).render({"here": "", **context})
@@ -167,6 +240,11 @@ def page(request: Request, name: str, context: dict[str, Any], status_code: int 
     """A page answer."""
     html = render_html(name, {"here": request.url.path, **context})
     return Response(html, status_code=status_code, media_type="text/html; charset=utf-8")
+
+
+def error_page(request: Request, status_code: int, detail: Any) -> Response:
+    """`error.html` with the API error's fields: the renderer `app.core.errors` is given."""
+    return page(request, "error.html", {"status_code": status_code, "detail": detail}, status_code)
 
 
 # --- plotly.js, the vendored bundle, compressed once per process -------------------------------
@@ -343,8 +421,10 @@ def install(
     """Mount the static files and the routers, and add `Edge` last (outermost)."""
     from fastapi.staticfiles import StaticFiles
 
+    routers = list(routers)
     for r in (router, *routers):
         app.include_router(r)
+    use_routes(routers)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.add_middleware(
         Edge,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from fastapi import Request
@@ -11,6 +11,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engine.config import field_error
 
 
 class AppError(Exception):
@@ -64,19 +66,15 @@ class InvalidInput(AppError):
 
 
 def normalize_error(err: dict[str, Any]) -> dict[str, Any]:
-    """Keep only loc/msg/type; move a `field.path: reason` message's path into `loc`.
-
-    Same rule as `engine.config.config_errors`, applied to errors FastAPI raised itself.
-    """
+    """Keep only loc/msg/type; move a `field.path: reason` message's path into `loc` (the engine's
+    rule, applied to errors FastAPI raised itself); malformed JSON is the body's error."""
     loc: list[Any] = list(err.get("loc", []))
-    msg = str(err.get("msg", ""))
+    msg, type_ = str(err.get("msg", "")), str(err.get("type", "value_error"))
+    if type_ == "json_invalid":
+        return {"loc": loc[:1], "msg": f"invalid JSON: {err.get('ctx', {}).get('error', msg)}", "type": type_}
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-        head, sep, tail = msg.partition(": ")
-        if sep and " " not in head:
-            loc += [int(p) if p.isdigit() else p for p in head.split(".")]
-            msg = tail
-    return {"loc": loc, "msg": msg, "type": str(err.get("type", "value_error"))}
+        return field_error(loc, msg, type_)
+    return {"loc": loc, "msg": msg, "type": type_}
 
 
 def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
@@ -88,50 +86,49 @@ def error_response(status_code: int, detail: Any, headers: dict[str, str] | None
     )
 
 
+class ErrorPage(Protocol):
+    """Renders an error as a page (`app.core.web.error_page`, wired by `app.main`)."""
+
+    def __call__(self, request: Request, status_code: int, detail: Any) -> Response: ...
+
+
 def _wants_html(request: Request) -> bool:
     if request.url.path.startswith(("/api", "/static")):
         return False
     return "text/html" in request.headers.get("accept", "")
 
 
-def _render(
-    request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None
-) -> Response:
-    """JSON for the API; for a browser asking for a page, `error.html` with the same fields."""
-    if _wants_html(request):
-        from app import web
+def install(app: Any, page: ErrorPage) -> None:
+    """Register the handlers that give every error the `{"detail": ...}` shape: JSON for the API,
+    and for a browser asking for a page, `page` with the same fields."""
 
-        context = {"status_code": status_code, "detail": detail}
-        response = web.page(request, "error.html", context, status_code=status_code)
+    def render(
+        request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None
+    ) -> Response:
+        if not _wants_html(request):
+            return error_response(status_code, detail, headers)
+        response = page(request, status_code, detail)
         response.headers.update(headers or {})
         return response
-    return error_response(status_code, detail, headers)
 
+    async def app_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, AppError)
+        return render(request, exc.status_code, exc.detail)
 
-async def app_error_handler(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, AppError)
-    return _render(request, exc.status_code, exc.detail)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        return render(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
 
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return render(request, 422, [normalize_error(dict(e)) for e in exc.errors()])
 
-async def http_error_handler(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, StarletteHTTPException)
-    return _render(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
+    async def database_error(request: Request, exc: Exception) -> Response:
+        """The database refused (locked, disk full, gone): a 503 the client may retry, with the reason."""
+        reason = " ".join(str(getattr(exc, "orig", exc)).split())
+        return render(request, 503, f"database unavailable: {reason}", {"Retry-After": "1"})
 
-
-async def validation_error_handler(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    return _render(request, 422, [normalize_error(dict(e)) for e in exc.errors()])
-
-
-async def database_error_handler(request: Request, exc: Exception) -> Response:
-    """The database refused (locked, disk full, gone): a 503 the client may retry, with the reason."""
-    reason = " ".join(str(getattr(exc, "orig", exc)).split())
-    return _render(request, 503, f"database unavailable: {reason}", {"Retry-After": "1"})
-
-
-def install(app: Any) -> None:
-    """Register the handlers that give every error the `{"detail": ...}` shape."""
-    app.add_exception_handler(AppError, app_error_handler)
-    app.add_exception_handler(OperationalError, database_error_handler)
-    app.add_exception_handler(StarletteHTTPException, http_error_handler)
-    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(AppError, app_error)
+    app.add_exception_handler(OperationalError, database_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)

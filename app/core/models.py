@@ -32,7 +32,15 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# A run's statuses, declared once: `queued` -> `running` -> `done` or `failed`.
 RUN_STATUSES = ("queued", "running", "done", "failed")
+ACTIVE = RUN_STATUSES[:2]
+FINISHED = RUN_STATUSES[2:]
+MEASUREMENT_KINDS = ("wult", "turbostat")
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -101,7 +109,7 @@ class Run(Base):
 
     __tablename__ = "runs"
     __table_args__ = (
-        CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),
+        CheckConstraint(_one_of("status", RUN_STATUSES), name="status"),
         CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
         Index("ix_runs_status_created_at", "status", "created_at"),
         Index("ix_runs_unlisted_created_at", "unlisted", "created_at"),
@@ -261,16 +269,13 @@ class CustomPlatform(Base):
     machine: Mapped[str | None] = mapped_column(Text, default=None)
 
 
-MEASUREMENT_KINDS = ("wult", "turbostat")
-
-
 class Measurement(Base):
     """A result measured on a real machine (wult or turbostat): its files as uploaded, kept so
     that everything shown can be rebuilt, and the view built from them once, when imported."""
 
     __tablename__ = "measurements"
     __table_args__ = (
-        CheckConstraint("kind IN ('wult', 'turbostat')", name="kind"),
+        CheckConstraint(_one_of("kind", MEASUREMENT_KINDS), name="kind"),
         Index("ix_measurements_unlisted_created_at", "unlisted", "created_at"),
     )
 
