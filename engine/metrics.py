@@ -28,9 +28,13 @@ IPIS_SENT = "IPIs sent (calls + scheduler wake-ups)"
 IPIS_AVOIDED = "IPIs avoided (calls + scheduler wake-ups)"
 # Latency statistics of every source, as `LatencyStats` names them, and how they are said.
 LATENCY_STATS = (
-    ("mean_ns", "mean"), ("p50_ns", "p50"), ("p90_ns", "p90"), ("p99_ns", "p99"), ("p999_ns", "p99.9"),
+    ("mean_ns", "mean"),
+    ("p50_ns", "p50"),
+    ("p90_ns", "p90"),
+    ("p99_ns", "p99"),
+    ("p999_ns", "p99.9"),
     ("max_ns", "max"),
-)  # fmt: skip
+)
 # wult's names for the two sources it measures.
 WULT_METRICS = {"wake": "WakeLatency", "intr": "IntrLatency"}
 # turbostat's columns as the hardware view gives them (whole system), with what each counts.
@@ -44,6 +48,8 @@ TURBOSTAT_COLUMNS = {
     "Pkg%pc6": "Pkg%pc6 (package C6)",
     "PkgWatt": "PkgWatt per socket (estimate)",
 }
+# The columns a measured turbostat output is compared on (as turbostat prints them).
+TURBOSTAT_KEY_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6", "Pkg%pc2", "Pkg%pc6", "PkgWatt")
 
 
 @dataclass(frozen=True)
@@ -149,10 +155,15 @@ def _latency_metrics() -> list[Metric]:
             wult = WULT_METRICS.get(src)
             out.append(
                 Metric(
-                    f"latency.{src}.{stat}", f"{name} {said}", "ns", _latency(src, stat), "down", "latency",
+                    f"latency.{src}.{stat}",
+                    f"{name} {said}",
+                    "ns",
+                    _latency(src, stat),
+                    "down",
+                    "latency",
                     measured=("overall", wult, stat) if wult and stat != "max_ns" else None,
                 )
-            )  # fmt: skip
+            )
     return out
 
 
@@ -160,19 +171,51 @@ def _ipi_metrics() -> list[Metric]:
     out = []
     for loc, said in (("same_socket", "same socket"), ("other_socket", "other socket")):
         out += [
-            Metric(f"ipi.{loc}.mean_cycles", f"Sender cycles, {said}", "cycles", _sender(loc, "mean_cycles"),
-                   "down", "ipi"),
-            Metric(f"ipi.{loc}.idle_target_mean_cycles", f"Sender cycles to an idle target, {said}", "cycles",
-                   _sender_any(loc, "idle_target_mean_cycles"), "down", "ipi"),
-            Metric(f"ipi.{loc}.busy_target_mean_cycles", f"Sender cycles to a busy target, {said}", "cycles",
-                   _sender_any(loc, "busy_target_mean_cycles"), "down", "ipi"),
-        ]  # fmt: skip
+            Metric(
+                f"ipi.{loc}.mean_cycles",
+                f"Sender cycles, {said}",
+                "cycles",
+                _sender(loc, "mean_cycles"),
+                "down",
+                "ipi",
+            ),
+            Metric(
+                f"ipi.{loc}.idle_target_mean_cycles",
+                f"Sender cycles to an idle target, {said}",
+                "cycles",
+                _sender_any(loc, "idle_target_mean_cycles"),
+                "down",
+                "ipi",
+            ),
+            Metric(
+                f"ipi.{loc}.busy_target_mean_cycles",
+                f"Sender cycles to a busy target, {said}",
+                "cycles",
+                _sender_any(loc, "busy_target_mean_cycles"),
+                "down",
+                "ipi",
+            ),
+        ]
     out += [
-        Metric("ipi.ipis_sent", IPIS_SENT, "count", lambda r: ipi_total(r["ipi"], "sent"), "down", "ipi",
-               extensive=True),
-        Metric("ipi.ipis_avoided", IPIS_AVOIDED, "count", lambda r: ipi_total(r["ipi"], "avoided"), "up", "ipi",
-               extensive=True),
-    ]  # fmt: skip
+        Metric(
+            "ipi.ipis_sent",
+            IPIS_SENT,
+            "count",
+            lambda r: ipi_total(r["ipi"], "sent"),
+            "down",
+            "ipi",
+            extensive=True,
+        ),
+        Metric(
+            "ipi.ipis_avoided",
+            IPIS_AVOIDED,
+            "count",
+            lambda r: ipi_total(r["ipi"], "avoided"),
+            "up",
+            "ipi",
+            extensive=True,
+        ),
+    ]
     for key, label, direction in (
         ("requested", "smp_call_function_single() calls made", "none"),
         ("calls.ipis_sent", "IPIs sent by smp_call_function_single()", "down"),
@@ -197,54 +240,115 @@ def _hardware_metrics() -> list[Metric]:
     for column, label in TURBOSTAT_COLUMNS.items():
         watts = column == "PkgWatt"
         out.append(
-            Metric(f"hardware.{column}", label, "W" if watts else "share",
-                   _turbostat(column, 1.0 if watts else 0.01), "down" if watts else "none", "hardware", watts)
-        )  # fmt: skip
-    for column in TURBOSTAT_COLUMNS:
+            Metric(
+                f"hardware.{column}",
+                label,
+                "W" if watts else "share",
+                _turbostat(column, 1.0 if watts else 0.01),
+                "down" if watts else "none",
+                "hardware",
+                watts,
+            )
+        )
+    for column in TURBOSTAT_KEY_COLUMNS:
         watts = column == "PkgWatt"
         read = _turbostat(column, 1.0)
         if watts:
-            read = (lambda per_socket: lambda r: None if (v := per_socket(r)) is None else v * r["sockets"])(read)
+            read = (lambda per_socket: lambda r: None if (v := per_socket(r)) is None else v * r["sockets"])(
+                read
+            )
         out.append(
-            Metric(f"turbostat.{column}", column, "W" if watts else "%", read, "down" if watts else "none",
-                   "turbostat", watts, measured=("summary", column))
-        )  # fmt: skip
+            Metric(
+                f"turbostat.{column}",
+                column,
+                "W" if watts else "%",
+                read,
+                "down" if watts else "none",
+                "turbostat",
+                watts,
+                measured=("summary", column),
+            )
+        )
     return out
 
 
 FIXED: tuple[Metric, ...] = (
     Metric("busy_share", "Busy (C0) share", "share", lambda r: r["busy_share"], group="residency"),
-    Metric("wakeups", "Wake-ups from idle", "count", lambda r: r["wakeups"], group="residency", extensive=True),
+    Metric(
+        "wakeups", "Wake-ups from idle", "count", lambda r: r["wakeups"], group="residency", extensive=True
+    ),
     Metric("events", "Events", "count", lambda r: r["events"], group="run", extensive=True),
     *_latency_metrics(),
     *_ipi_metrics(),
-    Metric("ipi.line_transfers", "Cache-line transfers", "count",
-           lambda r: r["ipi"]["line_transfers_sender"] + r["ipi"]["line_transfers_target"], "down", "ipi",
-           extensive=True),
-    Metric("states.above", "Too deep (above)", "count", lambda r: sum(s["above"] for s in r["states"]), "down",
-           "usage", extensive=True),
-    Metric("states.below", "Too shallow (below)", "count", lambda r: sum(s["below"] for s in r["states"]), "down",
-           "usage", extensive=True),
+    Metric(
+        "ipi.line_transfers",
+        "Cache-line transfers",
+        "count",
+        lambda r: r["ipi"]["line_transfers_sender"] + r["ipi"]["line_transfers_target"],
+        "down",
+        "ipi",
+        extensive=True,
+    ),
+    Metric(
+        "states.above",
+        "Too deep (above)",
+        "count",
+        lambda r: sum(s["above"] for s in r["states"]),
+        "down",
+        "usage",
+        extensive=True,
+    ),
+    Metric(
+        "states.below",
+        "Too shallow (below)",
+        "count",
+        lambda r: sum(s["below"] for s in r["states"]),
+        "down",
+        "usage",
+        extensive=True,
+    ),
     *_hardware_metrics(),
-    Metric("energy.joules", "Energy (estimate)", "J", lambda r: r["energy"]["joules"], "down", "energy", True,
-           extensive=True),
-    Metric("energy.mean_watts_per_cpu", "Mean power per CPU (estimate)", "W",
-           lambda r: r["energy"]["mean_watts_per_cpu"], "down", "energy", True),
-)  # fmt: skip
+    Metric(
+        "energy.joules",
+        "Energy (estimate)",
+        "J",
+        lambda r: r["energy"]["joules"],
+        "down",
+        "energy",
+        True,
+        extensive=True,
+    ),
+    Metric(
+        "energy.mean_watts_per_cpu",
+        "Mean power per CPU (estimate)",
+        "W",
+        lambda r: r["energy"]["mean_watts_per_cpu"],
+        "down",
+        "energy",
+        True,
+    ),
+)
 METRICS: dict[str, Metric] = {m.key: m for m in FIXED}
 
 
 def state_metrics(name: str) -> tuple[Metric, Metric, Metric]:
     """A C-state's residency share, entries, and the requested residency a turbostat `C6%` column shows."""
     return (
-        Metric(f"residency.{name}", f"{name} residency", "share", _state(name, "residency"), group="residency"),
-        Metric(f"usage.{name}", f"{name} entries", "count", _state(name, "usage"), group="usage", extensive=True),
         Metric(
-            f"turbostat.{name}%", f"{name}% (time requested in {name})", "%",
-            lambda r: None if (v := _state(name, "residency")(r)) is None else 100.0 * v,
-            group="turbostat", measured=("summary", f"{name}%"),
+            f"residency.{name}", f"{name} residency", "share", _state(name, "residency"), group="residency"
         ),
-    )  # fmt: skip
+        Metric(
+            f"usage.{name}", f"{name} entries", "count", _state(name, "usage"), group="usage", extensive=True
+        ),
+        Metric(
+            f"turbostat.{name}%",
+            f"{name}% (time requested in {name})",
+            "%",
+            lambda r: None if (v := _state(name, "residency")(r)) is None else 100.0 * v,
+            group="turbostat",
+            measured=("summary", f"{name}%"),
+        ),
+    )
 
 
 def get(key: str) -> Metric:
@@ -287,7 +391,7 @@ def measured(kinds: Sequence[str], columns: Iterable[str] = ()) -> list[Metric]:
     if "turbostat" in kinds:
         out += [m for m in FIXED if m.group == "turbostat"]
         for column in columns:
-            if column.endswith("%") and not column.startswith(_NOT_STATE_COLUMNS) and column not in TURBOSTAT_COLUMNS:
+            if column.endswith("%") and not column.startswith(_NOT_STATE_COLUMNS):
                 out.append(state_metrics(column[:-1])[2])
     return out
 

@@ -1,7 +1,8 @@
 """Chart builders: a run's result (or a platform table) in, a Plotly figure dict out.
 
 One module per chart family (`residency`, `latency`, `ipi`, `platform`), what they share in
-`base`, and the numbers read from a result (headline figures, compare rows) in `metrics`. The
+`base`, and the run page's headline figures (from the metric registry, `engine.metrics`) in
+`metrics`. The
 registries below name the charts a run page and the compare page draw.
 """
 
@@ -28,7 +29,7 @@ from app.charts.latency import (
     latency_tail_figure,
     wake_vs_intr_figure,
 )
-from app.charts.metrics import SUMMARY_METRICS, Metric, compare_metrics, summary_figures
+from app.charts.metrics import summary_figures
 from app.charts.platform import platform_figure
 from app.charts.residency import (
     TIMELINE_MAX_SEGMENTS,
@@ -49,13 +50,10 @@ __all__ = [
     "PART_NAMES",
     "SOURCE_COLORS",
     "SOURCE_NAMES",
-    "SUMMARY_METRICS",
     "TIMELINE_MAX_SEGMENTS",
     "Figure",
-    "Metric",
     "Result",
     "compare_charts",
-    "compare_metrics",
     "cpu_places",
     "hardware_figure",
     "ipi_cycles_figure",

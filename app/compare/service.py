@@ -10,14 +10,13 @@ requested-residency columns (`C6%`...) against the run's state residencies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from app import charts
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import MEASUREMENT_KINDS
 from app.measurements import store as measurement_store
@@ -29,15 +28,14 @@ from app.measurements.charts import (
     tail_figure,
 )
 from app.measurements.service import MeasurementView, load_measurement_view
-from app.measurements.turbostat import KEY_COLUMNS
 from app.runs import store as run_store
 from app.runs.schemas import RunStatus
 from app.runs.service import run_view
+from engine import metrics
 
 MAX_COMPARE = 8
 Result = Mapping[str, Any]
-_LATENCY = (("WakeLatency", "wake"), ("IntrLatency", "intr"))
-_STATS = (("mean_ns", "mean"), ("p50_ns", "p50"), ("p90_ns", "p90"), ("p99_ns", "p99"), ("p999_ns", "p99.9"))
+_LATENCY = tuple((name, source) for source, name in metrics.WULT_METRICS.items())
 
 
 class ComparedRun(BaseModel):
@@ -152,29 +150,22 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
     names: list[str] = []
     for r in results:
         names += [s["name"] for s in (r or {}).get("states", []) if s["name"] not in names]
-    metrics = []
-    for m in charts.compare_metrics(names):
+    rows = []
+    for m in metrics.compared(names):
         values = [m.value(r) for r in results]
         deltas = [None if values[0] is None else 0.0] + [_delta(values[0], v, m.unit) for v in values[1:]]
         relative = [None if values[0] is None else 0.0] + [_delta(values[0], v, "") for v in values[1:]]
-        metrics.append(
+        rows.append(
             ComparedMetric(
-                key=m.key,
-                group=m.group,
-                label=m.label,
-                unit=m.unit,
-                better=m.better,
-                values=values,
-                delta_unit="pp" if m.unit == "share" else "%",
-                deltas=deltas,
-                deltas_pct=relative,
+                key=m.key, group=m.group, label=m.label, unit=m.unit, better=m.better, values=values,
+                delta_unit=m.unit_kind, deltas=deltas, deltas_pct=relative,
             )
-        )
+        )  # fmt: skip
     runs = [
         ComparedRun(**{k: v for k, v in view.summary.items() if k in ComparedRun.model_fields})
         for view in views
     ]
-    comparison = Comparison(runs=runs, complete=all(r is not None for r in results), metrics=metrics)
+    comparison = Comparison(runs=runs, complete=all(r is not None for r in results), metrics=rows)
     if measured:
         comparison = with_measurements(session, comparison, measured, results)
     return CompareView(comparison, results)
@@ -184,69 +175,6 @@ def measurement_ids(session: Session, ids: Sequence[str]) -> list[str]:
     """Those of `ids` that name measurements (in their order)."""
     found = measurement_store.existing_ids(session, list(ids))
     return [i for i in ids if i in found]
-
-
-def _run_latency(source: str, key: str) -> Callable[[Result], float | None]:
-    def read(r: Result) -> float | None:
-        stats = (r.get("latency") or {}).get(source)
-        return None if not stats or not stats.get("count") else float(stats[key])
-
-    return read
-
-
-def _run_turbostat(column: str) -> Callable[[Result], float | None]:
-    def read(r: Result) -> float | None:
-        value = r["hardware"]["system"]["turbostat"].get(column)
-        if value is None:
-            return None
-        return float(value) * r["sockets"] if column == "PkgWatt" else float(value)
-
-    return read
-
-
-def _run_state_pct(state: str) -> Callable[[Result], float | None]:
-    def read(r: Result) -> float | None:
-        share = next((s["residency"] for s in r["states"] if s["name"] == state), None)
-        return None if share is None else 100.0 * share
-
-    return read
-
-
-def _measured(m: MeasurementView, path: Sequence[str]) -> float | None:
-    node: Any = m.view
-    for p in path:
-        node = node.get(p) if isinstance(node, Mapping) else None
-    return None if node is None else float(node)
-
-
-Row = tuple[str, str, str, Callable[[Result], Any], list[str]]
-
-
-def _rows(measured: Sequence[MeasurementView]) -> list[Row]:
-    """(key, label, unit, run reader, path into a measurement's view) of every figure to align."""
-    rows: list[Row] = []
-    kinds = {m.kind for m in measured}
-    if "wult" in kinds:
-        for metric, source in _LATENCY:
-            for key, name in _STATS:
-                rows.append(
-                    (f"latency.{source}.{key}", f"{metric} {name}", "ns", _run_latency(source, key),
-                     ["overall", metric, key])
-                )  # fmt: skip
-    if "turbostat" in kinds:
-        columns = [c for c in KEY_COLUMNS]
-        for m in measured:
-            columns += [c for c in m.view.get("summary", {}) if c not in columns and c.endswith("%")]
-        for column in columns:
-            if column in KEY_COLUMNS:
-                unit = "W" if column == "PkgWatt" else "%"
-                read = _run_turbostat(column)
-                rows.append((f"turbostat.{column}", column, unit, read, ["summary", column]))
-            elif not column.startswith(("CPU%", "Pkg%", "Pk%", "Busy", "Mod%", "Totl", "Any", "GFX", "SYS")):
-                state = column[:-1]  # "C6%": requested residency of cpuidle state C6
-                label = f"{column} (time requested in {state})"
-                rows.append((f"turbostat.{column}", label, "%", _run_state_pct(state), ["summary", column]))
-    return rows
 
 
 def _delta_pct(measured: float | None, simulated: float | None) -> float | None:
@@ -261,22 +189,19 @@ def measured_metrics(
     """Every figure both a run and a measurement have: `simulated[i]` of run i, `measured[j]` of
     measurement j, `deltas_pct[i]` run i against the first measurement that has the figure."""
     out = []
-    for key, label, unit, read, path in _rows(measured):
-        values = [_measured(m, path) for m in measured]
-        simulated = [None if r is None else read(r) for r in results]
+    columns = [c for m in measured for c in m.view.get("summary", {})]
+    for m in metrics.measured([v.kind for v in measured], dict.fromkeys(columns)):
+        values = [m.of_measurement(v.view) for v in measured]
+        simulated = [m.value(r) for r in results]
         if all(v is None for v in values) or all(v is None for v in simulated):
             continue
         ref = next((v for v in values if v is not None), None)
         out.append(
             MeasuredMetric(
-                key=key,
-                label=label,
-                unit=unit,
-                simulated=simulated,
-                measured=values,
+                key=m.key, label=m.label, unit=m.unit, simulated=simulated, measured=values,
                 deltas_pct=[_delta_pct(ref, v) for v in simulated],
             )
-        )
+        )  # fmt: skip
     return out
 
 

@@ -16,10 +16,11 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from app.measurements.errors import FileError
+from engine.metrics import TURBOSTAT_KEY_COLUMNS
 
 # The columns a residency comparison reads (where present); the summary row averages thread
 # columns over CPUs, core columns over cores and package columns over packages, and sums watts.
-KEY_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6", "Pkg%pc2", "Pkg%pc6", "PkgWatt")
+KEY_COLUMNS = TURBOSTAT_KEY_COLUMNS
 _IDENTITY = ("Package", "Die", "Node", "Core", "CPU")
 # A column-name line holds at least one of these, so a preamble line is never taken for one.
 _ANCHORS = {*KEY_COLUMNS, "Avg_MHz", "Bzy_MHz", "TSC_MHz", "CPU", "Core", "Package", "CoreTmp", "PkgTmp"}
