@@ -32,16 +32,6 @@ class Compute(Protocol):
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, priority: int = 0) -> list[Any]: ...
 
 
-class NoRunner:
-    """`RunEvents` where nothing computes (a server with no workers, a CLI command that only writes)."""
-
-    def queued(self) -> None:
-        pass
-
-    async def wait(self, run_id: str, timeout: float) -> str | None:
-        return None
-
-
 def get_session(request: Request) -> Iterator[Session]:
     """A session for one request, committed when the handler returns and before the response is
     sent (`scope="function"`), so a client never outruns a write. A plain generator: FastAPI runs

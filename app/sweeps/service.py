@@ -9,7 +9,7 @@ import csv
 import io
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -305,7 +305,3 @@ def example_sweep() -> SweepCreate:
             Axis(path="wakeups.interrupts.rate_hz", values=[100, 300, 1000, 3000, 10000, 20000]),
         ],
     )
-
-
-def preview_count(axes: Sequence[Mapping[str, Any]]) -> int:
-    return math.prod(len(a.get("values", [])) for a in axes)
