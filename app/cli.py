@@ -120,18 +120,9 @@ def _load_config_file(path: str) -> dict[str, Any]:
     return data
 
 
-def _set(data: dict[str, Any], path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    node = data
-    for p in parents:
-        child = node.get(p)
-        if not isinstance(child, dict):
-            child = node[p] = {}
-        node = child
-    node[leaf] = value
-
-
 def _build_config(args: argparse.Namespace) -> Any:
+    from app.core import dotted
+
     data: dict[str, Any] = _load_config_file(args.config) if args.config else {}
     for attr, path in (
         ("platform", "platform"),
@@ -144,7 +135,7 @@ def _build_config(args: argparse.Namespace) -> Any:
     ):
         value = getattr(args, attr)
         if value is not None:
-            _set(data, path, value)
+            dotted.put(data, path, value)
     from app.core.errors import InvalidInput
     from app.runs.service import resolve_config
 

@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from app.core import dotted
 from app.core.errors import InvalidInput, NotFound
 from app.core.models import RESULT_SUMMARY_COLUMNS, RUN_STATUSES, Run, Sweep, utcnow
 from app.core.tokens import new_id, new_token
@@ -68,34 +69,12 @@ def _loc(*parts: str | int) -> list[str | int]:
     return ["body", *parts]
 
 
-def _names_a_field(full: Any, path: str) -> bool:
-    node = full
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
-
-
 def _set(data: dict[str, Any], full: Mapping[str, Any], path: str, value: Any) -> None:
     """Set `path` in the config as given; a level it leaves out is copied from the full config."""
     if path == PLATFORM_PATH:
         # Another platform: the base's resolved table (a custom platform's) must not come along.
         data.pop("platform_table", None)
-    parts = path.split(".")
-    node: Any = data
-    full_node: Any = full
-    for part in parts[:-1]:
-        key: Any = int(part) if isinstance(node, list) else part
-        full_node = full_node[key]
-        if isinstance(node, dict) and part not in node:
-            node[part] = copy.deepcopy(full_node)
-        node = node[key]
-    last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
-    node[last] = value
+    dotted.put(data, path, value, fill=dotted.from_full(full))
 
 
 def _message(exc: InvalidInput) -> str:
@@ -122,7 +101,7 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
                     "type": "value_error",
                 }
             )
-        elif axis.path == "platform_table" or not _names_a_field(full, axis.path):
+        elif axis.path == "platform_table" or not dotted.has(full, axis.path):
             errors.append(
                 {
                     "loc": _loc("axes", n, "path"),
