@@ -14,6 +14,7 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi_offline import FastAPIOffline
@@ -24,7 +25,7 @@ from app.compare import pages as compare_pages
 from app.core import errors, web
 from app.core.database import make_db_engine, make_sessionmaker, upgrade_db
 from app.core.settings import Settings, get_settings
-from app.jobs.runner import JobRunner
+from app.jobs.runner import DB_THREADS, JobRunner
 from app.measurements import api as measurements_api
 from app.measurements import pages as measurements_pages
 from app.measurements.service import IMPORT_PATHS as MEASUREMENT_PATHS
@@ -40,6 +41,9 @@ from app.scenarios import pages as scenarios_pages
 from app.sweeps import api as sweeps_api
 from app.sweeps import pages as sweeps_pages
 from engine import ENGINE_VERSION
+
+# Longest wait for a pooled connection before the request answers 503 (`Retry-After: 1`).
+POOL_TIMEOUT_S = 5.0
 
 ROUTERS = (
     runs_api.router,
@@ -73,7 +77,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Nothing touches the database until the lifespan starts."""
     settings = settings or get_settings()
     wire()
-    db_engine = make_db_engine(settings.database_url)
+    # A connection for every request thread and runner thread, and two spare (migrations, a
+    # process-wide read): no overflow, and a short wait answered 503 rather than a 30 s stall.
+    pool_size = settings.threads + DB_THREADS + 2
+    db_engine = make_db_engine(
+        settings.database_url, pool_size=pool_size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S
+    )
+    assert db_engine.pool.size() == settings.threads + DB_THREADS + 2  # type: ignore[attr-defined]
     sessionmaker = make_sessionmaker(db_engine)
     runner = JobRunner(
         sessionmaker,
@@ -84,6 +94,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Handlers that are plain functions, and the session dependency, run on these threads.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         await run_in_threadpool(upgrade_db, settings.database_url)
         await run_in_threadpool(runner.recover)
         runner.start()

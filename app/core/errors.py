@@ -10,6 +10,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.config import field_error
@@ -48,7 +49,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {"description": 'Request body over the limit: `{"detail": "..."}`'},
     415: {"description": 'Body not sent as application/json: `{"detail": "..."}`'},
     422: {"description": 'Invalid input: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`'},
-    503: {"description": 'Database unavailable (locked, disk full); retry: `{"detail": "..."}`'},
+    503: {
+        "description": "Database unavailable (locked, disk full) or every connection busy; retry after "
+        '`Retry-After`: `{"detail": "..."}`'
+    },
 }
 
 
@@ -128,7 +132,12 @@ def install(app: Any, page: ErrorPage) -> None:
         reason = " ".join(str(getattr(exc, "orig", exc)).split())
         return render(request, 503, f"database unavailable: {reason}", {"Retry-After": "1"})
 
+    async def pool_timeout(request: Request, exc: Exception) -> Response:
+        """Every pooled connection stayed busy for the pool's time-out: a 503 to retry, not a 500."""
+        return render(request, 503, "server busy: no database connection free; retry", {"Retry-After": "1"})
+
     app.add_exception_handler(AppError, app_error)
     app.add_exception_handler(OperationalError, database_error)
+    app.add_exception_handler(PoolTimeout, pool_timeout)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

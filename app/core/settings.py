@@ -31,6 +31,12 @@ class Settings(BaseSettings):
         le=256,
         description="Dask worker processes of the local cluster (0: runs stay queued; useful for tests).",
     )
+    threads: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="Threads for request handlers (anyio's limiter); the database pool is sized to them.",
+    )
     dask_scheduler: str = Field(
         default="",
         max_length=300,

@@ -7,11 +7,13 @@ import base64
 import gzip
 import hashlib
 import math
+import mimetypes
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,7 +28,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import errors
-from app.core.errors import UnsupportedMediaType
+from app.core.errors import NotFound, UnsupportedMediaType
 from app.core.settings import REPO_ROOT
 from engine.governors import GOVERNOR_KERNEL
 from engine.result import SENDER_PARTS
@@ -66,17 +68,10 @@ def json_script(value: Any) -> Markup:
     return Markup(text)
 
 
-@cache
-def _file_hash(path: str) -> str:
-    return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:12]
-
-
 def static_url(path: str) -> str:
     """`/static/<path>?v=<content hash>`: cacheable forever, changes when the file does."""
-    try:
-        return f"/static/{path}?v={_file_hash(path)}"
-    except OSError:
-        return f"/static/{path}"
+    asset = assets().get(path)
+    return f"/static/{path}" if asset is None else f"/static/{path}?v={asset.etag.strip(chr(34))[:12]}"
 
 
 def fmt_num(value: Any, digits: int = 3) -> str:
@@ -247,26 +242,60 @@ def error_page(request: Request, status_code: int, detail: Any) -> Response:
     return page(request, "error.html", {"status_code": status_code, "detail": detail}, status_code)
 
 
-# --- plotly.js, the vendored bundle, compressed once per process -------------------------------
+# --- static files and plotly.js, from memory ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asset:
+    body: bytes
+    gzipped: bytes | None  # None where compressing does not pay (images, tiny files)
+    etag: str
+    media_type: str
+
+
+def _asset(path: Path) -> Asset:
+    body = path.read_bytes()
+    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    media_type = "text/javascript" if path.suffix in (".js", ".mjs") else media_type
+    textual = media_type.startswith("text/") or media_type in ("application/json", "image/svg+xml")
+    gzipped = gzip.compress(body, compresslevel=9, mtime=0) if textual and len(body) > 512 else None
+    return Asset(body, gzipped, f'"{hashlib.sha256(body).hexdigest()[:16]}"', media_type)
 
 
 @cache
-def _plotly_js_bytes() -> tuple[bytes, bytes, str]:
-    """The bundle, its gzip (compressed once per process) and its ETag."""
-    raw = PLOTLY_JS_PATH.read_bytes()
-    return raw, gzip.compress(raw, compresslevel=9, mtime=0), hashlib.sha256(raw).hexdigest()[:16]
+def assets() -> dict[str, Asset]:
+    """Every static file (the plotly bundle included), read and compressed once, at start-up: served
+    by async routes that take no thread and touch no disk or database."""
+    return {p.relative_to(STATIC_DIR).as_posix(): _asset(p) for p in STATIC_DIR.rglob("*") if p.is_file()}
+
+
+def _serve(request: Request, asset: Asset, cache_control: str | None = None) -> Response:
+    headers = {"ETag": asset.etag, "Vary": "Accept-Encoding"}
+    if cache_control:
+        headers["Cache-Control"] = cache_control
+    if asset.etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    body = asset.body
+    if asset.gzipped is not None and "gzip" in request.headers.get("accept-encoding", ""):
+        body, headers["Content-Encoding"] = asset.gzipped, "gzip"
+    if request.method == "HEAD":
+        headers["Content-Length"] = str(len(body))
+        return Response(status_code=200, headers=headers, media_type=asset.media_type)
+    return Response(body, media_type=asset.media_type, headers=headers)
 
 
 @router.api_route(plotly_js_url(), methods=["GET", "HEAD"], name="plotly_js")
-def plotly_js(request: Request) -> Response:
-    raw, gz, etag = _plotly_js_bytes()
-    headers = {"Cache-Control": CACHE_IMMUTABLE, "ETag": f'"{etag}"', "Vary": "Accept-Encoding"}
-    if request.headers.get("if-none-match") == f'"{etag}"':
-        return Response(status_code=304, headers=headers)
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        headers["Content-Encoding"] = "gzip"
-        return Response(gz, media_type="text/javascript", headers=headers)
-    return Response(raw, media_type="text/javascript", headers=headers)
+async def plotly_js(request: Request) -> Response:
+    return _serve(request, assets()[f"vendor/{PLOTLY_JS_NAME}"], CACHE_IMMUTABLE)
+
+
+@router.api_route("/static/{path:path}", methods=["GET", "HEAD"], name="static")
+async def static(request: Request, path: str) -> Response:
+    """A static file (cache headers by `Edge`: immutable for a versioned link, else `no-cache`)."""
+    asset = assets().get(path)
+    if asset is None:
+        raise NotFound(f"no static file {path!r}")
+    return _serve(request, asset)
 
 
 # --- middleware ------------------------------------------------------------------------------------
@@ -418,14 +447,13 @@ def install(
     routers: Iterable[APIRouter],
     body_limits: Mapping[str, int] | None = None,
 ) -> None:
-    """Mount the static files and the routers, and add `Edge` last (outermost)."""
-    from fastapi.staticfiles import StaticFiles
-
+    """Include the routers (the static files' among them, read into memory now), and add `Edge`
+    last (outermost)."""
+    assets()
     routers = list(routers)
     for r in (router, *routers):
         app.include_router(r)
     use_routes(routers)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.add_middleware(
         Edge,
         max_body_bytes=max_body_bytes,

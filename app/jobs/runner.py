@@ -49,6 +49,8 @@ HEARTBEAT_S = 2.0
 STALE_S = 8.0
 REAP_EVERY_S = 30.0
 RECONNECT_PAUSE_S = 2.0
+# The runner's threads that hold database connections: the writer and the supervisor.
+DB_THREADS = 2
 
 
 def connect(workers: int, scheduler: str = "") -> tuple[Any, Any]:

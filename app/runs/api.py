@@ -64,7 +64,7 @@ async def create_run(
 
 
 @router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
-async def list_runs(
+def list_runs(
     db: DbDep,
     run_lists: ListCacheDep,
     platform: Annotated[str | None, Query(max_length=64)] = None,

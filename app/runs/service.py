@@ -327,22 +327,29 @@ ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "tex
 
 async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
     """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
-    the run exists, else read from its row (and kept if finished). On the event loop: two
-    primary-key reads at most (SQLite in WAL mode never blocks a reader on a writer); a page to
-    render goes to the threadpool. ETag and 304 for revalidation; `no-cache`, so a deleted run is a
-    404 at once."""
+    the run exists, else read from its row (and kept if finished). The reads (two primary-key
+    reads at most) and a page to render run in the threadpool, never on the event loop. ETag and
+    304 for revalidation; `no-cache`, so a deleted run is a 404 at once."""
     answer, media_type = ANSWERS[kind]
     entry = artifacts.get(run_id, kind)
-    with db.connect() as conn:
-        cached = entry is not None and store.exists(conn, run_id)
-        made = None if cached else answer(conn, run_id)
+
+    def read() -> tuple[bool, tuple[str, bytes] | None]:
+        with db.connect() as conn:
+            if entry is not None and store.exists(conn, run_id):
+                return True, None
+            made = answer(conn, run_id)
+        if made is None:
+            return False, None
+        status, body = made
+        return False, (status, render_page(body) if isinstance(body, RunView) else body)
+
+    cached, made = await run_in_threadpool(read)
     if not cached:
         if made is None:
             raise NotFound(f"run {run_id!r} not found")
         status, body = made
-        if isinstance(body, RunView):
-            body = await run_in_threadpool(render_page, body)
         entry = artifacts.put(run_id, kind, body) if status in FINISHED else (etag_of(body), body)
+    assert entry is not None
     etag, body = entry
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):

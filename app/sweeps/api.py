@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 
 from app.core.deps import SessionDep
@@ -22,12 +21,12 @@ TokenHeader = Annotated[str | None, Header(description="The token POST /api/swee
 
 
 @router.post("/sweeps", status_code=202, responses=ERROR_RESPONSES, dependencies=[Depends(require_json)])
-async def create_sweep(
+def create_sweep(
     request: Request, body: SweepCreate, session: SessionDep, submit: SubmitterDep
 ) -> Response:
     """Submit a sweep (`SweepCreate`): 202 with its id, link, delete token (shown once) and point
     count. Its points are queued (or answered from finished identical runs) before this answers."""
-    made = await run_in_threadpool(service.submit, session, submit, body)
+    made = service.submit(session, submit, body)
     answer = {**made, "url": absolute(request, service.sweep_path(made["id"])), "status": "queued"}
     return json_response(answer, 202)
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from app.core import web
@@ -42,9 +41,9 @@ def new_sweep_page(request: Request) -> Response:
 
 
 @router.post("/sweeps/example", name="example_sweep")
-async def start_example_sweep(session: SessionDep, submit: SubmitterDep) -> Response:
+def start_example_sweep(session: SessionDep, submit: SubmitterDep) -> Response:
     """Start the built-in example sweep and show it."""
-    made = await run_in_threadpool(views.submit, session, submit, views.example_sweep())
+    made = views.submit(session, submit, views.example_sweep())
     return web.see_other(views.sweep_path(made["id"]))
 
 
