@@ -11,6 +11,7 @@ it stops the runner (runs in flight are requeued).
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -33,6 +34,7 @@ from app.platforms import api as platforms_api
 from app.platforms import pages as platforms_pages
 from app.platforms.service import IMPORT_PATHS as DUMP_PATHS
 from app.runs import api as runs_api
+from app.runs import lifecycle
 from app.runs import pages as runs_pages
 from app.runs.lifecycle import Submitter
 from app.runs.service import Artifacts, ListCache
@@ -92,6 +94,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         progress_step=settings.progress_step,
     )
 
+    stopping = threading.Event()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Handlers that are plain functions, and the session dependency, run on these threads.
@@ -99,6 +103,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await run_in_threadpool(upgrade_db, settings.database_url)
         await run_in_threadpool(runner.recover)
         runner.start()
+        pages = threading.Thread(
+            target=lifecycle.rerender_stale_pages,
+            args=(sessionmaker, stopping),
+            name="idlelab-pages",
+            daemon=True,
+        )
+        pages.start()
         # Startup's objects (numba, plotly, SQLAlchemy, FastAPI...) live as long as the process: out
         # of the cyclic GC's sight, a full collection no longer walks them (~150 ms, a pause every
         # request in flight would wait out).
@@ -107,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            stopping.set()
             await run_in_threadpool(runner.stop)
             db_engine.dispose()
 

@@ -12,6 +12,7 @@ finishes), then writes result, summary columns and page in the transaction that 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -289,3 +290,32 @@ def finish(
     )  # fmt: skip
     with session_scope(factory) as session:
         return _set(session, _where_running(run_id, claim), **fields) == 1
+
+
+def rerender_stale_pages(factory: sessionmaker[Session], stop: threading.Event, pause_s: float = 1.0) -> int:
+    """Store this render version's page for every finished run whose page is of another one (the
+    templates, chart code or static files changed), one page at a time with a pause between: the
+    lowest priority work of the process. Until then such a page is rendered when read, and kept in
+    memory. Returns how many were stored."""
+    version, done = web.render_version(), 0
+    while not stop.is_set():
+        with session_scope(factory) as session:
+            ids = store.stale_pages(session, version, 1)
+            row = store.get_row(session, ids[0]) if ids else None
+        if row is None:
+            return done
+        try:
+            page = service.render_page(service.run_view(row._mapping))
+        except Exception:  # noqa: BLE001 - keep the old page; it is rendered on read
+            log.exception("re-rendering the page of run %s failed", row.id)
+            page = None
+        with session_scope(factory) as session:
+            where = (Run.id == row.id) & (Run.status == "done") & (Run.page_version != version)
+            _set(
+                session,
+                where,
+                **({"page": page, "page_version": version} if page else {"page_version": None}),
+            )
+        done += 1
+        stop.wait(pause_s)
+    return done

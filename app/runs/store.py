@@ -212,3 +212,14 @@ def forget_runner(session: Session, runner: str) -> None:
 
 def run_status(session: Session, run_id: str) -> str | None:
     return session.scalar(select(Run.status).where(Run.id == run_id))
+
+
+def stale_pages(session: Session, version: str, limit: int) -> list[str]:
+    """Finished runs whose stored page is of another render version, newest first."""
+    stmt = (
+        select(Run.id)
+        .where(Run.status == "done", Run.page_version.is_not(None), Run.page_version != version)
+        .order_by(Run.created_at.desc(), Run.id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))

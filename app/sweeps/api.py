@@ -21,9 +21,7 @@ TokenHeader = Annotated[str | None, Header(description="The token POST /api/swee
 
 
 @router.post("/sweeps", status_code=202, responses=ERROR_RESPONSES, dependencies=[Depends(require_json)])
-def create_sweep(
-    request: Request, body: SweepCreate, session: SessionDep, submit: SubmitterDep
-) -> Response:
+def create_sweep(request: Request, body: SweepCreate, session: SessionDep, submit: SubmitterDep) -> Response:
     """Submit a sweep (`SweepCreate`): 202 with its id, link, delete token (shown once) and point
     count. Its points are queued (or answered from finished identical runs) before this answers."""
     made = service.submit(session, submit, body)

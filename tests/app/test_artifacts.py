@@ -10,9 +10,9 @@ from sqlalchemy import update
 
 from app.core.database import session_scope
 from app.core.models import Run
-from app.runs.service import Artifacts
-from app.runs.schemas import RunRead
 from app.core.web import fmt_num, render_version
+from app.runs.schemas import RunRead
+from app.runs.service import Artifacts
 from tests.app.factories import done_run, small_config
 
 
@@ -164,3 +164,17 @@ def test_a_waiting_run_says_the_engine_compiles_while_it_does(app_client: Any, m
     monkeypatch.setattr(artifacts, "cache_is_warm", lambda: True)
     app_client.app.state.artifacts.discard(run_id)
     assert "compiling the engine" not in app_client.get(f"/runs/{run_id}").text
+
+
+def test_pages_of_another_render_version_are_stored_again_in_the_background(app_client: Any) -> None:
+    import threading
+
+    from app.runs import lifecycle
+
+    app = app_client.app
+    run_id, _ = done_run(app, title="old page, new page")
+    _set(app, run_id, page=b"<p>old</p>", page_version="0-old")
+    assert lifecycle.rerender_stale_pages(app.state.sessionmaker, threading.Event(), pause_s=0) == 1
+    row = _row(app, run_id)
+    assert row.page_version == render_version() and b"old page, new page" in row.page
+    assert lifecycle.rerender_stale_pages(app.state.sessionmaker, threading.Event(), pause_s=0) == 0

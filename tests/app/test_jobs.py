@@ -15,9 +15,9 @@ from sqlalchemy.exc import OperationalError
 
 from app.core import models
 from app.core.database import make_db_engine, make_sessionmaker, session_scope, upgrade_db
+from app.core.models import Run
 from app.jobs.runner import JobRunner
 from app.jobs.worker import WORKER_NICENESS
-from app.core.models import Run
 from app.runs import lifecycle, store
 from app.runs.lifecycle import RunSpec
 from engine import SimConfig
