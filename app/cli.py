@@ -45,10 +45,13 @@ def _settings() -> Any:
         raise CliError("bad IDLELAB_ setting: " + _errors_line(exc.errors(), prefix="IDLELAB_")) from None
 
 
-def _errors_line(errors: Sequence[dict[str, Any]], prefix: str = "") -> str:
+def _errors_line(errors: Any, prefix: str = "") -> str:
+    """Errors (the API's `detail`, or pydantic's) in one line, each naming its field (`body` left out)."""
+    if not isinstance(errors, list):
+        return str(errors)
     parts = []
     for e in errors:
-        loc = ".".join(str(p) for p in e.get("loc", ()))
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
         if prefix:
             loc = prefix + loc.upper()
         parts.append(f"{loc}: {e['msg']}" if loc else str(e["msg"]))
@@ -475,14 +478,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 POLL_S = 0.5
 
 
-def _errors(detail: Any) -> str:
-    if not isinstance(detail, list):
-        return str(detail)
-    return "; ".join(
-        ".".join(str(p) for p in e.get("loc", []) if p != "body") + f": {e.get('msg')}" for e in detail
-    )
-
-
 def _point_line(point: Mapping[str, Any], n: int) -> str:
     values = ", ".join(f"{k}={v}" for k, v in point["values"].items())
     line = f"[{point['index'] + 1}/{n}] {values}: {point['status']}"
@@ -528,7 +523,7 @@ def _http(method: str, url: str, body: Any = None) -> Any:
             detail = json.loads(exc.read()).get("detail")
         except ValueError:
             detail = exc.reason
-        raise CliError(f"{url}: {exc.code}: {_errors(detail)}") from None
+        raise CliError(f"{url}: {exc.code}: {_errors_line(detail)}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise CliError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
 
@@ -552,9 +547,9 @@ def sweep_on_scheduler(body: dict[str, Any], scheduler: str, factory: Any, base_
             with session_scope(factory) as session:
                 made = service.submit(session, submit, SweepCreate.model_validate(body))
         except InvalidInput as exc:
-            raise CliError(_errors(exc.detail)) from None
+            raise CliError(_errors_line(exc.detail)) from None
         except ValueError as exc:  # the body's own shape (pydantic)
-            raise CliError(_errors_line(exc.errors(), prefix="")) from None  # type: ignore[attr-defined]
+            raise CliError(_errors_line(exc.errors())) from None  # type: ignore[attr-defined]
         print(f"{made['points']} points; delete token {made['delete_token']}", file=sys.stderr)
 
         def read() -> dict[str, Any]:

@@ -33,6 +33,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 120.0  # a cold numba cache compiles the engine in the workers; the server answers sooner
 
 
+def this_checkout(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a child process that must run this checkout's `app` and `engine`, whatever its
+    working directory (the editable install may point at another checkout)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))}
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -74,7 +80,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=self.log_path.parent,
-            env=env,
+            env=this_checkout(env),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

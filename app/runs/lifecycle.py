@@ -74,8 +74,11 @@ class RunSpec:
     sweep_index: int | None = None
 
 
-def add(session: Session, spec: RunSpec, *, status: str = "queued") -> Submitted:
-    """Add a run: queued, or `running` when this process computes (or copies) it at once."""
+def add(
+    session: Session, spec: RunSpec, *, status: str = "queued", config_hash: str | None = None
+) -> Submitted:
+    """Add a run: queued, or `running` when this process computes (or copies) it at once
+    (`config_hash`: the config's, when the caller has it already)."""
     token, token_hash = new_token()
     config = spec.config
     run = Run(
@@ -86,7 +89,7 @@ def add(session: Session, spec: RunSpec, *, status: str = "queued") -> Submitted
         unlisted=spec.unlisted,
         delete_token_hash=token_hash,
         config=config.model_dump_json(),
-        config_hash=config.config_hash(),
+        config_hash=config_hash or config.config_hash(),
         engine_version=current_engine_version(),
         created_at=utcnow(),
         started_at=utcnow() if status == "running" else None,

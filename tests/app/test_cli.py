@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT, free_port, sqlite_url
+from tests.conftest import REPO_ROOT, free_port, sqlite_url, this_checkout
 
 
 def idlelab(
     *args: str, cwd: Path, db: Path | None = None, stdin: str | None = None, **env_vars: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db"), **env_vars}
+    env = this_checkout({**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db"), **env_vars})
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=cwd,
