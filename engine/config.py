@@ -255,7 +255,9 @@ class SimConfig(_Model):
         limit_errors = self._limit_errors(table)
         if limit_errors:
             first = limit_errors[0]
-            raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
+            loc = first["loc"]
+            assert isinstance(loc, list)
+            raise ValueError(f"{'.'.join(str(p) for p in loc)}: {first['msg']}")
         names = [s.name for s in table.states]
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:

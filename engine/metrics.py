@@ -81,7 +81,7 @@ class Metric:
     @property
     def better(self) -> Literal["lower", "higher"] | None:
         """The REST spelling of `direction`."""
-        return {"up": "higher", "down": "lower", "none": None}[self.direction]  # type: ignore[return-value]
+        return "higher" if self.direction == "up" else "lower" if self.direction == "down" else None
 
     def value(self, result: Result | None) -> float | None:
         """The metric of a result (None where it has none: no samples, no such state...)."""
@@ -97,13 +97,13 @@ class Metric:
         v = self.value(result)
         if v is None or not self.extensive:
             return v
-        return v / (result["duration_ns"] / 1e9)
+        return v / (float(result["duration_ns"]) / 1e9)
 
     def per_cpu(self, result: Result) -> float | None:
         v = self.value(result)
         if v is None or not self.extensive:
             return v
-        return v / result["cpus"]
+        return v / float(result["cpus"])
 
     def of_measurement(self, view: Mapping[str, Any]) -> float | None:
         """The same figure in a measurement's view, if it has it."""
