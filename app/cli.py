@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -34,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 def _settings() -> Any:
     from pydantic import ValidationError
 
-    from app.config import get_settings
+    from app.core.settings import get_settings
 
     try:
         return get_settings()
@@ -42,10 +45,13 @@ def _settings() -> Any:
         raise CliError("bad IDLELAB_ setting: " + _errors_line(exc.errors(), prefix="IDLELAB_")) from None
 
 
-def _errors_line(errors: Sequence[dict[str, Any]], prefix: str = "") -> str:
+def _errors_line(errors: Any, prefix: str = "") -> str:
+    """Errors (the API's `detail`, or pydantic's) in one line, each naming its field (`body` left out)."""
+    if not isinstance(errors, list):
+        return str(errors)
     parts = []
     for e in errors:
-        loc = ".".join(str(p) for p in e.get("loc", ()))
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
         if prefix:
             loc = prefix + loc.upper()
         parts.append(f"{loc}: {e['msg']}" if loc else str(e["msg"]))
@@ -117,18 +123,9 @@ def _load_config_file(path: str) -> dict[str, Any]:
     return data
 
 
-def _set(data: dict[str, Any], path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    node = data
-    for p in parents:
-        child = node.get(p)
-        if not isinstance(child, dict):
-            child = node[p] = {}
-        node = child
-    node[leaf] = value
-
-
 def _build_config(args: argparse.Namespace) -> Any:
+    from app.core import dotted
+
     data: dict[str, Any] = _load_config_file(args.config) if args.config else {}
     for attr, path in (
         ("platform", "platform"),
@@ -141,14 +138,14 @@ def _build_config(args: argparse.Namespace) -> Any:
     ):
         value = getattr(args, attr)
         if value is not None:
-            _set(data, path, value)
-    from app.errors import InvalidInput
-    from app.runs.views import resolve_config
+            dotted.put(data, path, value)
+    from app.core.errors import InvalidInput
+    from app.runs.service import resolve_config
 
     name = data.get("platform")
     try:
         if isinstance(name, str) and _needs_db(name, data):
-            from app.db import session_scope
+            from app.core.database import session_scope
 
             with _database() as factory, session_scope(factory) as session:
                 return resolve_config(session, data, loc=())
@@ -174,7 +171,7 @@ class _database:  # noqa: N801 - used as a context manager
     """The configured database, migrated to head; disposed on exit."""
 
     def __enter__(self) -> Any:
-        from app.db import make_db_engine, make_sessionmaker, upgrade_db
+        from app.core.database import make_db_engine, make_sessionmaker, upgrade_db
 
         settings = _settings()
         try:
@@ -219,7 +216,7 @@ class ProgressBar:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _build_config(args)
-    from app.jobs import one_line
+    from app.jobs.worker import one_line
     from engine import simulate
 
     compile_s = warm(notice=not args.quiet)
@@ -244,22 +241,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json != "-":
         print(format_summary(result, wall_s))
     if args.save:
-        from app.db import session_scope
-        from app.runs import store
-        from app.runs.artifacts import finish_run
+        from app.core.database import session_scope
+        from app.main import wire
+        from app.runs import lifecycle
 
+        wire()  # the page stored with the run links the app's routes
         with _database() as factory:
+            spec = lifecycle.RunSpec(config, args.title or "", args.unlisted)
             with session_scope(factory) as session:
-                new = store.create_run(
-                    session, config, title=args.title or "", unlisted=args.unlisted, status="running"
-                )
-                run_id, token = new.run.id, new.delete_token
+                new = lifecycle.add(session, spec, status="running")
+                run_id, token = new.id, new.delete_token
             kwargs = {"engine_version": result.engine_version, "wall_s": wall_s, "compile_s": compile_s}
             try:
-                finish_run(factory, run_id, result_json, **kwargs)  # type: ignore[arg-type]
+                lifecycle.finish(factory, run_id, result_json, **kwargs)  # type: ignore[arg-type]
             except Exception as exc:  # noqa: BLE001 - the stored run says why, the user too
                 with session_scope(factory) as session:
-                    store.fail_run(session, run_id, f"the result could not be stored: {one_line(exc)}")
+                    lifecycle.fail(session, run_id, f"the result could not be stored: {one_line(exc)}")
                 raise CliError(f"the result could not be stored: {one_line(exc)}") from None
         out = sys.stderr if args.json == "-" else sys.stdout
         link, note = share_link(_settings(), run_id)
@@ -271,8 +268,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def warm(*, notice: bool = True) -> float:
     """Load the engine's compiled code, saying so on stderr when it must be compiled first."""
-    from app.jobs import warm_engine
-    from app.runs.views import COMPILING_NOTE
+    from app.jobs.worker import warm_engine
+    from app.runs.service import COMPILING_NOTE
     from engine.jit import cache_is_warm
 
     if notice and not cache_is_warm():
@@ -353,8 +350,8 @@ def cmd_platforms(args: argparse.Namespace) -> int:
         (n, "built-in", BUILTIN_PLATFORMS[n]) for n in sorted(BUILTIN_PLATFORMS)
     ]
     if args.custom:
-        from app.db import session_scope
-        from app.platforms.views import platforms_view
+        from app.core.database import session_scope
+        from app.platforms.service import platforms_view
 
         with _database() as factory, session_scope(factory) as session:
             for p in platforms_view(session).platforms:
@@ -404,9 +401,9 @@ def _invalid(exc: Any, what: str) -> CliError:
 
 def cmd_platforms_import(args: argparse.Namespace) -> int:
     """Store a sysfs dump as a custom platform in the configured database."""
-    from app.db import session_scope
-    from app.errors import AppError, InvalidInput
-    from app.platforms.importing import import_dump
+    from app.core.database import session_scope
+    from app.core.errors import AppError, InvalidInput
+    from app.platforms.service import import_dump
 
     data = _read_input(args.file)
     with _database() as factory:
@@ -424,9 +421,7 @@ def cmd_platforms_import(args: argparse.Namespace) -> int:
         f"topology: {topo.sockets} socket(s), {topo.cores} cores, {topo.threads_per_core} thread(s) per core"
         + (" (inferred)" if topo.inferred else "")
     )
-    shares = ", ".join(
-        f"{s.name} {s.share:.1%}" for s in view.counters.states if s.share is not None
-    )
+    shares = ", ".join(f"{s.name} {s.share:.1%}" for s in view.counters.states if s.share is not None)
     print(f"counters ({view.counters.basis}): {shares or 'none'}")
     print(f"page: {base}/platforms/{table.name}")
     return 0
@@ -434,9 +429,9 @@ def cmd_platforms_import(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Store a measurement (a wult result, or turbostat output) in the configured database."""
-    from app.db import session_scope
-    from app.errors import InvalidInput
-    from app.measurements.views import create_measurement
+    from app.core.database import session_scope
+    from app.core.errors import InvalidInput
+    from app.measurements.service import create_measurement
 
     files = {Path(f).name if f != "-" else "stdin": _read_input(f) for f in args.files}
     with _database() as factory:
@@ -458,40 +453,144 @@ def cmd_validate(args: argparse.Namespace) -> int:
     `POST /api/validation/run` does), then each published figure is printed beside its run's."""
     import orjson
 
-    from app.db import session_scope
-    from app.jobs import JobRunner
-    from app.scenarios import views
+    from app.core.database import session_scope
+    from app.scenarios import service
 
-    with _database() as factory:
-        runner = JobRunner(factory, workers=1)
-        runner.start()
-        try:
-            with session_scope(factory) as session:
-                submitted = views.submit_missing(session, runner)
-            for s in submitted:
-                print(f"simulating {s['role']} ({s['id']}) ...", file=sys.stderr, flush=True)
-            for s in submitted:
-                if s["status"] not in ("done", "failed"):
-                    asyncio.run(runner.wait(s["id"], timeout=600))
-        finally:
-            runner.stop()
+    with _database() as factory, _runner(factory, workers=1) as (runner, submit):
         with session_scope(factory) as session:
-            body = views.validation_report(session)
+            submitted = service.submit_missing(session, submit)
+        for s in submitted:
+            print(f"simulating {s['role']} ({s['id']}) ...", file=sys.stderr, flush=True)
+        for s in submitted:
+            if s["status"] not in ("done", "failed"):
+                asyncio.run(runner.wait(s["id"], timeout=600))
+        with session_scope(factory) as session:
+            body = service.validation_report(session)
     if args.json:
         sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        print(views.text_table(body))
+        print(service.text_table(body))
     return 0 if body["all_ok"] else 1
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from app.sweeps import cli
+# --- sweep --------------------------------------------------------------------------------------
 
-    return cli.cmd_sweep(args, _database, _settings())
+POLL_S = 0.5
+
+
+def _point_line(point: Mapping[str, Any], n: int) -> str:
+    values = ", ".join(f"{k}={v}" for k, v in point["values"].items())
+    line = f"[{point['index'] + 1}/{n}] {values}: {point['status']}"
+    if point["status"] == "done" and point.get("wake_latency_p99_ns") is not None:
+        line += f" (WakeLatency p99 {point['wake_latency_p99_ns'] / 1000:.3g} us)"
+    elif point["status"] == "failed":
+        line += f" ({point.get('error')})"
+    return line
+
+
+def follow(read: Callable[[], dict[str, Any]], link: str) -> int:
+    """Print each point as it finishes until the sweep is over; 0 if every point is done."""
+    print(f"sweep {link}", file=sys.stderr, flush=True)
+    shown: set[int] = set()
+    while True:
+        sweep = read()
+        for point in sweep["points"]:
+            if point["status"] in ("done", "failed") and point["index"] not in shown:
+                shown.add(point["index"])
+                print(_point_line(point, sweep["n_points"]), file=sys.stderr, flush=True)
+        if sweep["status"] not in ("queued", "running"):
+            break
+        time.sleep(POLL_S)
+    counts = sweep["counts"]
+    print(f"{counts['done']} done, {counts['failed']} failed: {link}", file=sys.stderr)
+    print(link)
+    return 0 if counts["failed"] == 0 else 1
+
+
+def _http(method: str, url: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.loads(exc.read()).get("detail")
+        except ValueError:
+            detail = exc.reason
+        raise CliError(f"{url}: {exc.code}: {_errors_line(detail)}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise CliError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
+
+
+def sweep_on_server(body: dict[str, Any], server: str) -> int:
+    server = server.rstrip("/")
+    made = _http("POST", f"{server}/api/sweeps", body)
+    print(f"{made['points']} points; delete token {made['delete_token']}", file=sys.stderr)
+    return follow(lambda: _http("GET", f"{server}/api/sweeps/{made['id']}"), made["url"])
+
+
+def sweep_on_scheduler(body: dict[str, Any], scheduler: str, factory: Any, base_url: str) -> int:
+    """Compute the sweep on the cluster at `scheduler`, this process writing the results."""
+    from app.core.database import session_scope
+    from app.core.errors import InvalidInput
+    from app.sweeps import service
+    from app.sweeps.service import SweepCreate
+
+    with _runner(factory, scheduler=scheduler) as (_, submit):
+        try:
+            with session_scope(factory) as session:
+                made = service.submit(session, submit, SweepCreate.model_validate(body))
+        except InvalidInput as exc:
+            raise CliError(_errors_line(exc.detail)) from None
+        except ValueError as exc:  # the body's own shape (pydantic)
+            raise CliError(_errors_line(exc.errors())) from None  # type: ignore[attr-defined]
+        print(f"{made['points']} points; delete token {made['delete_token']}", file=sys.stderr)
+
+        def read() -> dict[str, Any]:
+            with session_scope(factory) as session:
+                return service.sweep_view(session, made["id"])
+
+        return follow(read, base_url + service.sweep_path(made["id"]))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    body = load_json_file(args.file, "a sweep (`base` and `axes`)")
+    settings = _settings()
+    if args.scheduler:
+        with _database() as factory:
+            return sweep_on_scheduler(body, args.scheduler, factory, settings.base_url())
+    return sweep_on_server(body, args.server or settings.base_url())
+
+
+class _runner:  # noqa: N801 - used as a context manager
+    """A job runner on the configured database and the submission bound to it, started (and the
+    app's routes wired: finished runs store their pages); stopped on exit."""
+
+    def __init__(self, factory: Any, *, workers: int = 0, scheduler: str = "") -> None:
+        from app.jobs.runner import JobRunner
+        from app.main import wire
+        from app.runs.lifecycle import Submitter
+
+        wire()
+        self.runner = JobRunner(factory, workers=workers, scheduler=scheduler)
+        self.submit = Submitter(factory, self.runner, _settings().reuse_results)
+
+    def __enter__(self) -> tuple[Any, Any]:
+        self.runner.start()
+        return self.runner, self.submit
+
+    def __exit__(self, *exc: object) -> None:
+        self.runner.stop()
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    from app.db import downgrade_db, upgrade_db
+    from app.core.database import downgrade_db, upgrade_db
 
     settings = _settings()
     try:
@@ -508,7 +607,7 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 
 def _one_line(exc: BaseException) -> str:
-    from app.jobs import one_line
+    from app.jobs.worker import one_line
 
     return one_line(exc)
 
@@ -604,7 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("idlelab: interrupted\n")
         return 130
     except Exception as exc:  # noqa: BLE001 - never a traceback
-        from app.jobs import one_line
+        from app.jobs.worker import one_line
 
         sys.stderr.write(f"idlelab: error: {one_line(exc)}\n")
         return EXIT_ERROR

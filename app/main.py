@@ -1,5 +1,7 @@
 """The FastAPI app: `create_app(settings=None)` wires settings, database, job runner and the
-slices' routers (runs, platforms, scenarios, sweeps), behind `app.web`'s outermost middleware.
+slices' routers behind `app.core.web`'s outermost middleware, and hands the lower layers what
+they need of the upper ones (`wire`): the routes `url_for` links to, the chart palette the
+templates use, the error page, the runner as `RunEvents`.
 
 On start (lifespan) it applies the Alembic migrations, requeues runs a stopped server left
 `running`, and starts the job runner (which builds its Dask client in the background); on stop
@@ -9,35 +11,41 @@ it stops the runner (runs in flight are requeued).
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
-from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
 
-from app import errors, web
-from app.config import Settings, get_settings
-from app.db import make_db_engine, make_sessionmaker, upgrade_db
-from app.jobs import JobRunner
+from app import charts
+from app.compare import api as compare_api
+from app.compare import pages as compare_pages
+from app.core import errors, web
+from app.core.database import make_db_engine, make_sessionmaker, upgrade_db
+from app.core.settings import Settings, get_settings
+from app.jobs.runner import DB_THREADS, JobRunner
 from app.measurements import api as measurements_api
 from app.measurements import pages as measurements_pages
-from app.measurements.views import IMPORT_PATHS as MEASUREMENT_PATHS
+from app.measurements.service import IMPORT_PATHS as MEASUREMENT_PATHS
 from app.platforms import api as platforms_api
 from app.platforms import pages as platforms_pages
-from app.platforms.importing import IMPORT_PATHS as DUMP_PATHS
+from app.platforms.service import IMPORT_PATHS as DUMP_PATHS
 from app.runs import api as runs_api
+from app.runs import lifecycle
 from app.runs import pages as runs_pages
-from app.runs.artifacts import Artifacts
-from app.runs.views import ListCache
+from app.runs.lifecycle import Submitter
+from app.runs.service import Artifacts, ListCache
 from app.scenarios import api as scenarios_api
 from app.scenarios import pages as scenarios_pages
-from app.schemas import RunCreate
 from app.sweeps import api as sweeps_api
 from app.sweeps import pages as sweeps_pages
 from engine import ENGINE_VERSION
+
+# Longest wait for a pooled connection before the request answers 503 (`Retry-After: 1`).
+POOL_TIMEOUT_S = 5.0
 
 ROUTERS = (
     runs_api.router,
@@ -45,7 +53,9 @@ ROUTERS = (
     scenarios_api.router,
     measurements_api.router,
     sweeps_api.router,
+    compare_api.router,
     runs_pages.router,
+    compare_pages.router,
     measurements_pages.router,
     platforms_pages.router,
     scenarios_pages.router,
@@ -53,45 +63,53 @@ ROUTERS = (
 )
 
 
-def _openapi(app: FastAPI) -> Any:
-    """The generated schema plus `RunCreate` (POST /api/runs reads its body itself, to resolve a
-    custom platform id before validating, so FastAPI would not list the model by itself)."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
-        schema = get_openapi(
-            title=app.title, version=app.version, description=app.description, routes=app.routes
-        )
-        extra = RunCreate.model_json_schema(ref_template="#/components/schemas/{model}")
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
-        for name, sub in extra.pop("$defs", {}).items():
-            components.setdefault(name, sub)
-        components["RunCreate"] = extra
-        app.openapi_schema = schema
-        return schema
-
-    return openapi
+def wire() -> None:
+    """What the lower layers use of the upper ones, given at start-up (the app's, or a command's
+    that renders pages): the routes links name, and the palette and names templates show."""
+    web.use_routes(ROUTERS)
+    web.env.globals.update(
+        state_color=charts.state_color,
+        source_names=charts.SOURCE_NAMES,
+        mechanism_names=charts.MECHANISM_NAMES,
+        sender_part_names=charts.PART_NAMES,
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app. Nothing touches the database until the lifespan starts."""
     settings = settings or get_settings()
-    db_engine = make_db_engine(settings.database_url)
+    wire()
+    # A connection for every request thread and runner thread, and two spare (migrations, a
+    # process-wide read): no overflow, and a short wait answered 503 rather than a 30 s stall.
+    pool_size = settings.threads + DB_THREADS + 2
+    db_engine = make_db_engine(
+        settings.database_url, pool_size=pool_size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S
+    )
+    assert db_engine.pool.size() == settings.threads + DB_THREADS + 2  # type: ignore[attr-defined]
     sessionmaker = make_sessionmaker(db_engine)
     runner = JobRunner(
         sessionmaker,
         workers=settings.workers,
         scheduler=settings.dask_scheduler,
         progress_step=settings.progress_step,
-        reuse=settings.reuse_results,
     )
+
+    stopping = threading.Event()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Handlers that are plain functions, and the session dependency, run on these threads.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         await run_in_threadpool(upgrade_db, settings.database_url)
         await run_in_threadpool(runner.recover)
         runner.start()
+        pages = threading.Thread(
+            target=lifecycle.rerender_stale_pages,
+            args=(sessionmaker, stopping),
+            name="idlelab-pages",
+            daemon=True,
+        )
+        pages.start()
         # Startup's objects (numba, plotly, SQLAlchemy, FastAPI...) live as long as the process: out
         # of the cyclic GC's sight, a full collection no longer walks them (~150 ms, a pause every
         # request in flight would wait out).
@@ -100,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            stopping.set()
             await run_in_threadpool(runner.stop)
             db_engine.dispose()
 
@@ -114,9 +133,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db_engine = db_engine
     app.state.sessionmaker = sessionmaker
     app.state.runner = runner
+    app.state.run_events = runner
+    app.state.submitter = Submitter(sessionmaker, runner, settings.reuse_results)
     app.state.artifacts = Artifacts(settings.read_cache_bytes)
     app.state.run_lists = ListCache()
-    errors.install(app)
+    errors.install(app, web.error_page)
     web.install(
         app,
         max_body_bytes=settings.max_body_bytes,
@@ -124,5 +145,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         routers=ROUTERS,
         body_limits={path: settings.import_max_body_bytes for path in (*DUMP_PATHS, *MEASUREMENT_PATHS)},
     )
-    app.openapi = _openapi(app)  # type: ignore[method-assign]
     return app

@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
 
@@ -20,6 +21,10 @@ MAX_CPUS = 1024
 MAX_DURATION_MS = 60_000.0
 # The kernel preallocates per-event sample arrays: this bounds memory (about 60 bytes per event).
 MAX_EXPECTED_EVENTS = 20_000_000
+
+# Validation context key: `platform` may name a custom table the caller (a service that stores
+# custom platforms) resolves, checking the config against it then (`SimConfig.check_against`).
+CUSTOM_PLATFORM_LATER = "custom_platform_later"
 
 GovernorName = Literal["menu", "teo", "ladder", "oracle", "fixed"]
 Mechanism = Literal["ipi", "mwait_rfc", "tif_polling"]
@@ -253,8 +258,26 @@ class SimConfig(_Model):
     output: OutputConfig = Field(default_factory=OutputConfig)
 
     @model_validator(mode="after")
-    def _check(self) -> SimConfig:
-        table = self.resolve_platform()
+    def _check(self, info: ValidationInfo) -> SimConfig:
+        deferred = self.platform_table is None and self.platform not in BUILTIN_PLATFORMS
+        if deferred and (info.context or {}).get(CUSTOM_PLATFORM_LATER):
+            return self  # the caller resolves the id to its table, then calls `check_against`
+        self.check_against(self.resolve_platform())
+        return self
+
+    def check_against(self, table: Platform) -> None:
+        """What depends on the resolved table (its states, its package states, its CPUs), and the
+        limits a run needs to be computable at all. Raises `ValueError("field.path: reason")`.
+
+        Validation calls it with the built-in or inline table; a service that resolves a custom
+        platform's id to its table calls it once, after resolving.
+        """
+        limit_errors = self._limit_errors(table)
+        if limit_errors:
+            first = limit_errors[0]
+            loc = first["loc"]
+            assert isinstance(loc, list)
+            raise ValueError(f"{'.'.join(str(p) for p in loc)}: {first['msg']}")
         names = [s.name for s in table.states]
         # Unset, the socket count and the package limit are the platform's; they are written into
         # the config so that what it shows is what ran (for skx, icx and wsm: 2 and PC6, as ever).
@@ -324,7 +347,38 @@ class SimConfig(_Model):
                 f"({n_cpus} CPUs x {self.duration_ms:g} ms at the configured rates), "
                 f"over the limit of {MAX_EXPECTED_EVENTS:,}; shorten the run or lower the rates"
             )
-        return self
+
+    def _limit_errors(self, table: Platform) -> list[dict[str, object]]:
+        """What the model would accept but a run cannot do (it would fail in the worker, or make
+        nonsense): the same limits for a table given inline as for a custom platform."""
+        errors: list[dict[str, object]] = []
+
+        def refuse(loc: list[str | int], msg: str) -> None:
+            errors.append({"loc": loc, "msg": msg, "type": "value_error"})
+
+        if len(self.platform) > 64:
+            refuse(["platform"], "at most 64 characters")
+        if self.duration_ms < MIN_DURATION_MS:
+            refuse(["duration_ms"], f"must be at least {MIN_DURATION_MS} (1 us), got {self.duration_ms!r}")
+        for i, timer in enumerate(self.wakeups.timers):
+            if timer.period_us * 1000 < 1:
+                refuse(
+                    ["wakeups", "timers", i, "period_us"],
+                    "must be at least 0.001 (the clock counts nanoseconds)",
+                )
+        limit = self.states.latency_limit_us
+        if limit is not None and limit > MAX_LATENCY_LIMIT_US:
+            refuse(["states", "latency_limit_us"], f"must be at most {MAX_LATENCY_LIMIT_US:g}, got {limit!r}")
+        if self.governor.fixed_state is not None and self.governor.name != "fixed":
+            refuse(
+                ["governor", "fixed_state"], f"only the fixed governor takes it, not {self.governor.name!r}"
+            )
+        tsc = self.costs.tsc_mhz
+        if tsc is not None and tsc < MIN_TSC_MHZ:
+            refuse(["costs", "tsc_mhz"], f"must be at least {MIN_TSC_MHZ:g}, got {tsc!r}")
+        if self.platform_table is not None:
+            errors += table_errors(self.platform_table, ["platform_table"])
+        return errors
 
     def _resolve_driver_governor(self, table: Platform) -> None:
         """Without a cpuidle driver there is no governor: every idle entry is HLT, which the `fixed`
@@ -391,6 +445,54 @@ class SimConfig(_Model):
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
+# Shortest run: one microsecond (shorter rounds to no simulated time at all).
+MIN_DURATION_MS = 0.001
+# Longest PM QoS limit: 10 s (beyond it the limit is no limit, and its nanoseconds overflow).
+MAX_LATENCY_LIMIT_US = 10_000_000.0
+# A TSC slower than 1 MHz, or an idle entry costing more than 10 ms, is a typo, not a platform.
+MIN_TSC_MHZ = 1.0
+MAX_ENTRY_COST_NS = 10_000_000.0
+MAX_STATES = 32
+
+
+def _bounds(model: type[BaseModel], name: str) -> tuple[float, float]:
+    """The (low, high) a config override of `name` accepts: a table's own value may not go further."""
+    meta = model.model_fields[name].metadata
+    low = next((m.ge if m.ge is not None else m.gt for m in meta if hasattr(m, "ge")), 0.0)
+    high = next(m.le for m in meta if getattr(m, "le", None) is not None)
+    return float(low or 0.0), float(high)
+
+
+def _param_errors(value: float, low: float, high: float, loc: list[str | int]) -> list[dict[str, object]]:
+    if math.isfinite(value) and low <= value <= high:
+        return []
+    return [{"loc": loc, "msg": f"must be {low:g}..{high:g}, got {value!r}", "type": "value_error"}]
+
+
+def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object]]:
+    """Why a C-state table cannot be simulated: too many states, or a parameter that is not a
+    finite number within what the config's own overrides accept (a negative power, an entry
+    cost of 1e300 or a 1e-300 MHz clock would fail the run or make nonsense)."""
+    if len(table.states) > MAX_STATES:
+        msg = f"at most {MAX_STATES} states, got {len(table.states)}"
+        return [{"loc": [*loc, "states"], "msg": msg, "type": "too_long"}]
+    errors = []
+    for name in CostsConfig.model_fields:
+        low, high = _bounds(CostsConfig, name)
+        low = max(low, MIN_TSC_MHZ) if name == "tsc_mhz" else low
+        errors += _param_errors(getattr(table.costs, name).value, low, high, [*loc, "costs", name, "value"])
+    watts = _bounds(PowerConfig, "busy_watts")
+    errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
+    for i, s in enumerate(table.states):
+        at = [*loc, "states", i]
+        errors += _param_errors(s.power_watts.value, *watts, [*at, "power_watts", "value"])
+        errors += _param_errors(s.entry_cost_ns.value, 0, MAX_ENTRY_COST_NS, [*at, "entry_cost_ns", "value"])
+        if s.exit_latency_median_us is not None:
+            median = s.exit_latency_median_us.value
+            errors += _param_errors(median, 0, s.exit_latency_us, [*at, "exit_latency_median_us", "value"])
+    return errors
+
+
 def _canonical(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -416,21 +518,24 @@ def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:
             raise ValueError(f'{field}: empty CPU list (use "all" or name at least one CPU)')
 
 
-def config_errors(exc: ValidationError) -> list[dict[str, object]]:
-    """Pydantic errors as `{"loc": [...], "msg": ...}` with the field named even for cross-field checks.
+def config_errors(exc: ValidationError | ValueError) -> list[dict[str, object]]:
+    """Pydantic errors (or `check_against`'s) as `{"loc": [...], "msg": ...}` with the field named
+    even for cross-field checks.
 
     Cross-field checks raise `ValueError("a.b.c: reason")`; pydantic reports those at the model's
     root, so the field path is taken back out of the message.
     """
-    out: list[dict[str, object]] = []
-    for err in exc.errors():
-        loc: list[str | int] = list(err["loc"])
-        msg = str(err["msg"])
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        head, sep, tail = msg.partition(": ")
-        if sep and " " not in head:
-            loc = loc + [int(p) if p.isdigit() else p for p in head.split(".")]
-            msg = tail
-        out.append({"loc": loc, "msg": msg, "type": err["type"]})
-    return out
+    if not isinstance(exc, ValidationError):
+        return [field_error([], str(exc), "value_error")]
+    return [field_error(list(err["loc"]), str(err["msg"]), err["type"]) for err in exc.errors()]
+
+
+def field_error(loc: list[str | int], msg: str, type_: str) -> dict[str, object]:
+    """One error, a `field.path: reason` message's path moved into `loc`."""
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    head, sep, tail = msg.partition(": ")
+    if sep and " " not in head:
+        loc = loc + [int(p) if p.isdigit() else p for p in head.split(".")]
+        msg = tail
+    return {"loc": loc, "msg": msg, "type": type_}

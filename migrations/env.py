@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from app.models import Base
+from app.core.models import Base
 
 config = context.config
 target_metadata = Base.metadata
@@ -14,7 +14,7 @@ target_metadata = Base.metadata
 def _url() -> str:
     url = config.attributes.get("db_url") or config.get_main_option("sqlalchemy.url")
     if not url:
-        from app.config import get_settings
+        from app.core.settings import get_settings
 
         url = get_settings().database_url
     return str(url)
@@ -48,7 +48,7 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    from app.db import make_db_engine
+    from app.core.database import make_db_engine
 
     db_engine = make_db_engine(_url())
     try:

@@ -13,6 +13,7 @@ one started here from Debian's binaries (`tests/postgres.py`); skipped only with
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +31,12 @@ from tests import postgres
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 120.0  # a cold numba cache compiles the engine in the workers; the server answers sooner
+
+
+def this_checkout(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a child process that must run this checkout's `app` and `engine`, whatever its
+    working directory (the editable install may point at another checkout)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))}
 
 
 def free_port() -> int:
@@ -73,7 +80,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=self.log_path.parent,
-            env=env,
+            env=this_checkout(env),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -189,13 +196,42 @@ def _testclient() -> Any:
     return TestClient
 
 
-@pytest.fixture(scope="module", params=DATABASES)
-def app_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """In-process client (lifespan run: migrations applied) with no workers: runs stay queued."""
-    from app.config import Settings
+@pytest.fixture(scope="session")
+def migrated_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Per database kind, a database migrated once, copied for every test that needs one."""
+    return {}
+
+
+def _migrated_copy(request: pytest.FixtureRequest, templates: dict[str, str], directory: Path) -> str:
+    """A fresh database at the migrations' head: a copy of the session's migrated template."""
+    from app.core.database import upgrade_db
+
+    kind = request.param
+    if kind not in templates:
+        url = _database_url(request, request.getfixturevalue("tmp_path_factory").mktemp("template"))
+        upgrade_db(url)
+        templates[kind] = url
+    if kind == "sqlite":
+        target = directory / "idlelab.db"
+        shutil.copyfile(sqlite_url_path(templates[kind]), target)
+        return sqlite_url(target)
+    return postgres.fresh_database(request.getfixturevalue("postgres_server"), template=templates[kind])
+
+
+def sqlite_url_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
+@pytest.fixture(params=DATABASES)
+def app_client(
+    request: pytest.FixtureRequest, migrated_templates: dict[str, str], tmp_path: Path
+) -> Iterator[Any]:
+    """In-process client (lifespan run: migrations applied) with no workers: runs stay queued. Each
+    test has its own database, a copy of a migrated template."""
+    from app.core.settings import Settings
     from app.main import create_app
 
-    url = _database_url(request, tmp_path_factory.mktemp("app_client"))
+    url = _migrated_copy(request, migrated_templates, tmp_path)
     app = create_app(Settings(database_url=url, workers=0))
     # A loopback base URL: a server bound to loopback answers only loopback Host names.
     with _testclient()(app, base_url="http://127.0.0.1") as client:

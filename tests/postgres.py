@@ -73,8 +73,9 @@ def throwaway_server() -> Iterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def fresh_database(admin_url: str) -> str:
-    """A new empty database on the server `admin_url` names; returns its URL."""
+def fresh_database(admin_url: str, template: str | None = None) -> str:
+    """A new database on the server `admin_url` names (empty, or a copy of the database `template`
+    names); returns its URL."""
     import psycopg
     from sqlalchemy.engine import make_url
 
@@ -82,5 +83,6 @@ def fresh_database(admin_url: str) -> str:
     name = "idlelab_" + uuid.uuid4().hex[:12]
     dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        copy = f' TEMPLATE "{make_url(template).database}"' if template else ""
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
     return url.set(database=name).render_as_string(hide_password=False)

@@ -1,8 +1,10 @@
 """Chart builders: a run's result (or a platform table) in, a Plotly figure dict out.
 
 One module per chart family (`residency`, `latency`, `ipi`, `platform`), what they share in
-`base`, and the numbers read from a result (headline figures, compare rows) in `metrics`. The
-registries below name the charts a run page and the compare page draw.
+`base`, and the run page's headline figures (from the metric registry, `engine.metrics`) in
+`metrics`. The
+registries below name the charts a run page and the compare page draw; the builders are
+re-exported here as the package's face.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from app.charts.latency import (
     latency_tail_figure,
     wake_vs_intr_figure,
 )
-from app.charts.metrics import SUMMARY_METRICS, Metric, compare_metrics, summary_figures
+from app.charts.metrics import summary_figures
 from app.charts.platform import platform_figure
 from app.charts.residency import (
     TIMELINE_MAX_SEGMENTS,
@@ -39,43 +41,6 @@ from app.charts.residency import (
     residency_per_cpu_figure,
     timeline_figure,
 )
-
-__all__ = [
-    "BUSY_NAME",
-    "CHARTS",
-    "COMPARE_CHARTS",
-    "MECHANISM_COLORS",
-    "MECHANISM_NAMES",
-    "PART_NAMES",
-    "SOURCE_COLORS",
-    "SOURCE_NAMES",
-    "SUMMARY_METRICS",
-    "TIMELINE_MAX_SEGMENTS",
-    "Figure",
-    "Metric",
-    "Result",
-    "compare_charts",
-    "compare_metrics",
-    "cpu_places",
-    "hardware_figure",
-    "ipi_cycles_figure",
-    "latency_cdf_figure",
-    "latency_histogram_figure",
-    "latency_tail_figure",
-    "palette",
-    "per_cpu_names",
-    "platform_figure",
-    "residency_figure",
-    "residency_per_cpu_figure",
-    "run_chart",
-    "run_charts",
-    "sender_cost_note",
-    "sender_cost_rows",
-    "state_color",
-    "summary_figures",
-    "timeline_figure",
-    "wake_vs_intr_figure",
-]
 
 #: Run charts by name, in page order (the first two share the first screen):
 #: `GET /api/runs/{id}/charts/{name}` serves these.

@@ -1,0 +1,1 @@
+"""Comparisons: runs side by side, and measurements beside them."""

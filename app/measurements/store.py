@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.models import Measurement, utcnow
-from app.runs.store import hash_token, new_run_id
+from app.core.models import Measurement, utcnow
+from app.core.tokens import new_id, new_token
 
 
 @dataclass(frozen=True)
@@ -22,13 +21,13 @@ def create_measurement(
     session: Session, *, kind: str, view: bytes, files: bytes, title: str = "", unlisted: bool = False
 ) -> NewMeasurement:
     """Add a measurement with a short random id (as runs have) and its delete token (stored hashed)."""
-    token = secrets.token_urlsafe(24)
+    token, token_hash = new_token()
     row = Measurement(
-        id=new_run_id(),
+        id=new_id(),
         title=title,
         kind=kind,
         unlisted=unlisted,
-        delete_token_hash=hash_token(token),
+        delete_token_hash=token_hash,
         created_at=utcnow(),
         view=view,
         files=files,

@@ -15,11 +15,12 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from app.measurements.errors import FileError
+from app.measurements.errors import FileError, decoded
+from engine.metrics import TURBOSTAT_KEY_COLUMNS
 
 # The columns a residency comparison reads (where present); the summary row averages thread
 # columns over CPUs, core columns over cores and package columns over packages, and sums watts.
-KEY_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6", "Pkg%pc2", "Pkg%pc6", "PkgWatt")
+KEY_COLUMNS = TURBOSTAT_KEY_COLUMNS
 _IDENTITY = ("Package", "Die", "Node", "Core", "CPU")
 # A column-name line holds at least one of these, so a preamble line is never taken for one.
 _ANCHORS = {*KEY_COLUMNS, "Avg_MHz", "Bzy_MHz", "TSC_MHz", "CPU", "Core", "Package", "CoreTmp", "PkgTmp"}
@@ -109,7 +110,7 @@ class TurbostatResult(_Model):
 
 def parse_turbostat(data: bytes, name: str = "turbostat.txt") -> TurbostatResult:
     """Parse turbostat's text output (interval or command mode, with or without the preamble)."""
-    lines = _text(data, name).split("\n")
+    lines = decoded(data, name, TurbostatError).split("\n")
     version: str | None = None
     interval_s: float | None = None
     states: list[tuple[str, str]] = []
@@ -186,25 +187,6 @@ def parse_turbostat(data: bytes, name: str = "turbostat.txt") -> TurbostatResult
         c1e_promotion=c1e,
         intervals=intervals,
     )
-
-
-def _text(data: bytes, name: str) -> str:
-    nul = data.find(b"\0")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise TurbostatError(
-            name, line, nul - data.rfind(b"\n", 0, nul), "binary data (a NUL byte): not text"
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise TurbostatError(
-            name, line, err.start - data.rfind(b"\n", 0, err.start), "binary data: not UTF-8"
-        ) from None
-    if not text.strip():
-        raise TurbostatError(name, None, None, "the file is empty")
-    return text
 
 
 def _is_header(cells: list[str]) -> bool:

@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from app.measurements.errors import FileError
+from app.measurements.errors import FileError, decoded
 from engine.result import LatencyStats
 from engine.summary import latency_stats
 
@@ -223,29 +223,12 @@ def parse_wult(datapoints_csv: bytes | None, info_yml: bytes | None, *, csv_name
     return _parse_datapoints(datapoints_csv, csv_name, info)
 
 
-def _text(data: bytes, name: str) -> str:
-    nul = data.find(b"\0")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        col = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
-        raise WultError(name, line, col, "binary data (a NUL byte): not a text file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise WultError(name, line, col, "binary data: not UTF-8 text") from None
-    if not text.strip():
-        raise WultError(name, None, None, "the file is empty")
-    return text
-
-
 # --------------------------------------------------------------------------------------- info.yml
 
 
 def _parse_info(data: bytes, name: str) -> WultInfo:
     """The top-level `key: value` scalars of info.yml (nested blocks are skipped: nothing here needs them)."""
-    text = _text(data, name)
+    text = decoded(data, name, WultError)
     found: dict[str, tuple[str, int, int]] = {}  # key -> (value, line, column of the value)
     for n, raw_line in enumerate(text.split("\n"), start=1):
         line = raw_line.rstrip("\r")
@@ -313,7 +296,7 @@ def _scalar(value: str, name: str, line: int, col: int) -> str:
 
 
 def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement:
-    text = _text(data, name)
+    text = decoded(data, name, WultError)
     header_text = text.split("\n", 1)[0].rstrip("\r")
     header = [h.strip() for h in header_text.split(",")]
     # Format 1.2 wrote the derived CC1 column under two names (1.3 was made to end that).

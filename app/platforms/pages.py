@@ -1,18 +1,19 @@
-"""The platform page: a C-state table with its provenance, optionally beside another."""
+"""Platform pages: a C-state table with its provenance (optionally beside another, and an imported
+machine's counters beside a simulation of it), and the import page's machine form."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
 
-from app import charts, web
-from app.deps import RunnerDep, SessionDep
-from app.platforms import views
-from app.platforms.api import machine_config
-from app.platforms.machine_page import machine_context
-from app.runs import views as run_views
+from app import charts
+from app.core import web
+from app.core.deps import SessionDep, SettingsDep
+from app.core.errors import InvalidInput
+from app.platforms import service
 
 router = APIRouter(include_in_schema=False)
 
@@ -25,8 +26,8 @@ def platform_page(
     vs: str | None = Query(default=None, max_length=64),
     run: str | None = Query(default=None, max_length=24),
 ) -> Response:
-    view = views.platform_view(session, name).model_dump(mode="json")
-    other = views.platform_view(session, vs).model_dump(mode="json")["table"] if vs and vs != name else None
+    view = service.platform_view(session, name).model_dump(mode="json")
+    other = service.platform_view(session, vs).model_dump(mode="json")["table"] if vs and vs != name else None
     shown: list[dict[str, Any]] = [view["table"], *([other] if other else [])]
     return web.page(
         request,
@@ -35,17 +36,26 @@ def platform_page(
             "view": view,
             "platform": view["table"],
             "other": other,
-            "platforms": views.platforms_view(session).model_dump(mode="json")["platforms"],
+            "platforms": service.platforms_view(session).model_dump(mode="json")["platforms"],
             "figure": charts.platform_figure(shown),
-            "cost_labels": views.COST_LABELS,
-            **machine_context(session, view, run),
+            "cost_labels": service.COST_LABELS,
+            **service.machine_context(session, view, run),
         },
     )
 
 
-@router.post("/platforms/{name}/simulate", name="simulate_platform_form")
-def simulate_platform_form(name: str, session: SessionDep, runner: RunnerDep) -> Response:
-    """Simulate the platform's table (an imported machine's topology and disabled states), then
-    show it beside the measured counters."""
-    submitted = run_views.submit(session, runner, machine_config(session, name), title=f"{name}: simulated")
-    return RedirectResponse(f"{web.url_for('platform_page', name=name)}?run={submitted.id}", status_code=303)
+@router.post("/platforms/import", name="import_platform_form")
+async def import_platform_form(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    """The import page's machine form: the dump as a file (or pasted), an optional name; then its page."""
+    upload = await web.read_upload(request, settings.import_max_body_bytes)
+    text = upload.fields.get("text", "").encode()
+    data = next((d for d in upload.files.values() if d.strip()), None) or text
+    if not data.strip():
+        raise InvalidInput.one(["body", "dump"], "choose the dump file, or paste its text", "missing")
+    name = upload.fields.get("name", "").strip() or None
+
+    def store() -> str:
+        table, _ = service.import_dump(session, data, name=name, title=upload.title)
+        return table.name
+
+    return web.see_other(web.url_for("platform_page", name=await run_in_threadpool(store)))

@@ -22,7 +22,6 @@ MAX_STATES = 32
 # "0-4000000000" is refused before it becomes a list.
 MAX_CPU_NUMBER = 8191
 
-SYSFS_CPU = "/sys/devices/system/cpu/"
 GREP_COMMAND = (
     "grep -r . /sys/devices/system/cpu/cpu*/cpuidle/ /sys/devices/system/cpu/cpu*/topology/ "
     "/sys/devices/system/cpu/cpuidle/"

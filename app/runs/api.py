@@ -1,51 +1,28 @@
-"""The runs API: submit, read, list, delete, compare, and each run's charts as Plotly JSON."""
+"""The runs API: submit, read, list, delete, each run's charts as Plotly JSON, and the run that
+simulates a platform's table."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Body, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import charts
-from app.deps import ArtifactsDep, DbDep, ListCacheDep, RunnerDep, SessionDep, SettingsDep
-from app.errors import ERROR_RESPONSES, Forbidden, InvalidInput, NotFound, UnsupportedMediaType
-from app.runs import store, views
-from app.runs.artifacts import serve
-from app.schemas import Comparison, RunList, RunRead, RunStatus, RunSubmitted
-from app.web import absolute
+from app.core.deps import DbDep, RunEventsDep, SessionDep, SettingsDep
+from app.core.errors import ERROR_RESPONSES, NotFound
+from app.core.models import FINISHED
+from app.core.tokens import authorized
+from app.core.web import absolute, json_response, require_json
+from app.platforms.service import machine_config
+from app.runs import service, store
+from app.runs.lifecycle import SubmitterDep
+from app.runs.schemas import RunCreate, RunList, RunRead, RunStatus, RunSubmitted
+from app.runs.service import ArtifactsDep, ListCacheDep
 
 router = APIRouter(prefix="/api", tags=["runs"])
-
-
-def _json(body: bytes, status_code: int = 200) -> Response:
-    return Response(body, status_code=status_code, media_type="application/json")
-
-
-class _RunCreateShell(BaseModel):
-    """RunCreate with the config left raw: a custom platform id is resolved before validation."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    config: dict[str, Any] | None = None
-    title: Annotated[str, Field(max_length=200)] = ""
-    unlisted: bool = False
-
-
-async def _read_json(request: Request) -> Any:
-    """The body as JSON; only `application/json` is read (a form or `text/plain` post needs no
-    preflight, so another site's page could send one)."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != "application/json" and not content_type.endswith("+json"):
-        raise UnsupportedMediaType(f"send the body as application/json, not {content_type or 'nothing'!r}")
-    raw = await request.body()
-    try:
-        return orjson.loads(raw) if raw.strip() else {}
-    except orjson.JSONDecodeError as exc:
-        raise InvalidInput.one(["body"], f"invalid JSON: {exc}", "json_invalid") from None
 
 
 @router.post(
@@ -53,58 +30,41 @@ async def _read_json(request: Request) -> Any:
     status_code=202,
     response_model=RunSubmitted,
     responses={**ERROR_RESPONSES, 200: {"description": "With `?wait=true`, the run finished in time."}},
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunCreate"}}},
-        }
-    },
+    dependencies=[Depends(require_json)],
 )
 async def create_run(
     request: Request,
     session: SessionDep,
-    runner: RunnerDep,
+    submit: SubmitterDep,
+    events: RunEventsDep,
     settings: SettingsDep,
+    body: Annotated[RunCreate, Body(default_factory=RunCreate)],
     wait: Annotated[
         bool, Query(description="Wait (bounded by IDLELAB_WAIT_TIMEOUT_S) for the run to finish.")
     ] = False,
 ) -> Response:
-    """Submit a run (`RunCreate`). 202 with its id, share link and delete token (shown once).
+    """Submit a run (`RunCreate`; an empty body is the default run). 202 with its id, share link
+    and delete token (shown once).
 
     The run is committed as `queued` before this answers. With `?wait=true` the answer comes when
     the run is done or failed (200, with `result`), or at the time-out (202, still running).
     """
-    try:
-        shell = _RunCreateShell.model_validate(await _read_json(request))
-    except ValidationError as exc:
-        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
-
-    def submit() -> Any:
-        config = views.resolve_config(session, shell.config)
-        session.commit()  # ends the read: what follows must see the run finish
-        return runner.submit(config, title=shell.title, unlisted=shell.unlisted)
-
-    submitted = await run_in_threadpool(submit)
-    answer: dict[str, Any] = {
-        "id": submitted.id,
-        "url": absolute(request, views.run_path(submitted.id)),
-        "status": submitted.status,
-        "delete_token": submitted.delete_token,
-        "reused_from": submitted.reused_from,
-    }
+    submitted = await run_in_threadpool(
+        submit.config, session, body.config, title=body.title, unlisted=body.unlisted
+    )
+    answer: dict[str, Any] = submitted.answer(absolute(request, service.run_path(submitted.id)))
     if not wait:
-        return _json(orjson.dumps(answer), 202)
-    if submitted.status not in store.FINISHED:
-        await runner.wait(submitted.id, settings.wait_timeout_s)
-
-    view = await run_in_threadpool(views.load_run_view, session, submitted.id)
+        return json_response(answer, 202)
+    if submitted.status not in FINISHED:
+        await events.wait(submitted.id, settings.wait_timeout_s)
+    view = await run_in_threadpool(service.load_run_view, session, submitted.id)
     answer.update(status=view.status, progress=view.summary["progress"], error=view.summary["error"])
     answer["result"] = orjson.Fragment(view.result_json) if view.result_json is not None else None
-    return _json(orjson.dumps(answer), 200 if view.status in store.FINISHED else 202)
+    return json_response(answer, 200 if view.status in FINISHED else 202)
 
 
 @router.get("/runs", response_model=RunList, responses=ERROR_RESPONSES)
-async def list_runs(
+def list_runs(
     db: DbDep,
     run_lists: ListCacheDep,
     platform: Annotated[str | None, Query(max_length=64)] = None,
@@ -127,21 +87,11 @@ async def list_runs(
     summary columns only (never config or result), answered from a cache of list bytes while no
     run has changed."""
     with db.connect() as conn:
-        body = views.list_runs_json(
-            conn,
-            run_lists,
-            platform=platform,
-            governor=governor,
-            mechanism=mechanism,
-            status=status,
-            q=q,
-            sweep=sweep,
-            sort=sort,
-            order=order,
-            limit=limit,
-            offset=offset,
-        )
-    return _json(body)
+        body = service.list_runs_json(
+            conn, run_lists, platform=platform, governor=governor, mechanism=mechanism, status=status,
+            q=q, sweep=sweep, sort=sort, order=order, limit=limit, offset=offset,
+        )  # fmt: skip
+    return json_response(body)
 
 
 @router.get(
@@ -150,14 +100,11 @@ async def list_runs(
     responses={**ERROR_RESPONSES, 304: {"description": "`If-None-Match` named the current ETag."}},
 )
 async def get_run(run_id: str, request: Request, db: DbDep, artifacts: ArtifactsDep) -> Response:
-    """A run with its config and, once done, its result (stored bytes, not rebuilt). On the event
-    loop: a primary-key read (SQLite in WAL mode never blocks a reader on a writer)."""
-    return await serve(request, db, artifacts, run_id, "api")
+    """A run with its config and, once done, its result (stored bytes, not rebuilt)."""
+    return await service.serve(request, db, artifacts, run_id, "api")
 
 
-@router.delete(
-    "/runs/{run_id}", status_code=204, responses={**ERROR_RESPONSES, 403: {"description": "Wrong token"}}
-)
+@router.delete("/runs/{run_id}", status_code=204, responses=ERROR_RESPONSES)
 def delete_run(
     run_id: str,
     session: SessionDep,
@@ -165,24 +112,11 @@ def delete_run(
     x_delete_token: Annotated[str | None, Header(description="The token POST /api/runs gave.")] = None,
 ) -> Response:
     """Delete a run; needs the `X-Delete-Token` its submission answered with."""
-    run = store.get_run(session, run_id)
-    if run is None:
-        raise NotFound(f"run {run_id!r} not found")
-    if not store.token_matches(run, x_delete_token):
-        raise Forbidden("wrong or missing X-Delete-Token")
+    authorized(store.get_run(session, run_id), x_delete_token, f"run {run_id!r}")
     store.delete_run(session, run_id)
     session.commit()
     artifacts.discard(run_id)  # frees the memory; the existence check keeps reads exact anyway
     return Response(status_code=204)
-
-
-@router.get("/compare", response_model=Comparison, responses=ERROR_RESPONSES)
-def compare(
-    session: SessionDep,
-    ids: Annotated[str, Query(description="2 to 8 run ids, comma-separated; deltas are against the first.")],
-) -> Response:
-    """Aligned metrics of several runs with percent deltas against the first (repeated ids count once)."""
-    return _json(views.compare_view(session, ids).comparison.model_dump_json().encode())
 
 
 @router.get("/runs/{run_id}/charts", responses=ERROR_RESPONSES)
@@ -199,8 +133,17 @@ def run_chart(run_id: str, name: str, session: SessionDep) -> Response:
     or a run that has no result yet (its status says when to ask again)."""
     if name not in charts.CHARTS:
         raise NotFound(f"unknown chart {name!r}; charts are {', '.join(charts.CHARTS)}")
-    view = views.load_run_view(session, run_id)
+    view = service.load_run_view(session, run_id)
     if view.result is None:
         raise NotFound(f"run {run_id!r} has no result yet (status {view.status!r})")
-    figure = charts.run_chart(name, view.result)
-    return _json(orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY))
+    return json_response(charts.run_chart(name, view.result))
+
+
+@router.post(
+    "/platforms/{name}/simulate", status_code=202, response_model=RunSubmitted, responses=ERROR_RESPONSES
+)
+def simulate_platform(name: str, request: Request, session: SessionDep, submit: SubmitterDep) -> Response:
+    """Run the default load on an imported machine's table and topology, with the states its dump
+    shows disabled disabled: the simulation the platform page shows beside the counters."""
+    submitted = submit.config(session, machine_config(session, name), title=f"{name}: simulated")
+    return json_response(submitted.answer(absolute(request, service.run_path(submitted.id))), 202)

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from app import charts
-from app.platforms.views import COST_LABELS
-from app.web import fmt_num
+from app.core import dotted
+from app.core.web import fmt_num
+from app.platforms.service import COST_LABELS
 from engine.config import GovernorName, Mechanism, SimConfig
 from engine.governors import GOVERNOR_KERNEL
 
@@ -38,28 +39,12 @@ class FormSection:
 
 def describe(path: str) -> str:
     """The pydantic description of a SimConfig field, for the form's hint text."""
-    model: Any = SimConfig
-    info = None
-    for part in path.split("."):
-        fields = getattr(model, "model_fields", {})
-        if part not in fields:
-            return ""
-        info = fields[part]
-        ann = info.annotation
-        model = next((a for a in (ann, *get_args(ann)) if hasattr(a, "model_fields")), None)
+    info = dotted.field(SimConfig, path)
     return (info.description or "") if info else ""
 
 
 def limits(path: str) -> str:
-    model: Any = SimConfig
-    info = None
-    for part in path.split("."):
-        info = getattr(model, "model_fields", {}).get(part)
-        if info is None:
-            return ""
-        model = next(
-            (a for a in (info.annotation, *get_args(info.annotation)) if hasattr(a, "model_fields")), None
-        )
+    info = dotted.field(SimConfig, path)
     lo = hi = None
     for meta in info.metadata if info else ():
         lo = getattr(meta, "ge", None) if getattr(meta, "ge", None) is not None else lo
@@ -250,17 +235,8 @@ TIMER_FIELDS = [
 ]
 
 
-def _get_path(data: Any, path: str) -> Any:
-    for part in path.split("."):
-        if isinstance(data, Mapping):
-            data = data.get(part)
-        else:
-            return None
-    return data
-
-
 def form_value(data: Mapping[str, Any], f: FormField) -> Any:
-    value = _get_path(data, f.path)
+    value = dotted.get(data, f.path)
     if f.type == "cpus":
         return ",".join(str(c) for c in value) if isinstance(value, list) else (value or "all")
     if f.type == "cpu-list":

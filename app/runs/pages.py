@@ -1,27 +1,28 @@
-"""Run pages: home, the new-run form, the runs list, a run's page (its stored bytes) and
-downloads, and the compare page. Each reads the same loader as its JSON twin."""
+"""Run pages: the new-run form, the runs list, a run's page (its stored bytes) and downloads, and
+the platform page's "simulate" button. Each reads the same loader as its JSON twin."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, get_args
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
-from app import charts, web
-from app.deps import ArtifactsDep, DbDep, SessionDep
-from app.errors import NotFound
-from app.measurements.compare import page_context as measured_context
-from app.models import RUN_STATUSES, SORTABLE_COLUMNS, Run
-from app.platforms.views import platforms_view
-from app.runs import form, views
-from app.runs.artifacts import serve
-from app.scenarios.views import list_scenarios
-from app.schemas import RunStatus
+from app import charts
+from app.core import web
+from app.core.deps import DbDep, SessionDep
+from app.core.errors import NotFound
+from app.core.models import RUN_STATUSES, SORTABLE_COLUMNS, Run
+from app.platforms.service import machine_config, platforms_view
+from app.runs import form
+from app.runs import service as views
+from app.runs.lifecycle import SubmitterDep
+from app.runs.schemas import RunStatus
+from app.runs.service import ArtifactsDep, serve
 from engine.config import GovernorName, Mechanism, SimConfig
 
 router = APIRouter(include_in_schema=False)
@@ -36,15 +37,8 @@ SHOWN_COLUMNS = {
 SORTS = [(c, Run.__table__.c[c].info["label"]) for c in SORTABLE_COLUMNS]
 
 
-def _platforms(session: Any) -> list[dict[str, Any]]:
+def platform_list(session: Any) -> list[dict[str, Any]]:
     return platforms_view(session).model_dump(mode="json")["platforms"]  # type: ignore[no-any-return]
-
-
-@router.get("/", name="home")
-def home(request: Request, session: SessionDep) -> Response:
-    recent = views.list_runs_view(session, limit=10).runs
-    context = {"platforms": _platforms(session), "scenarios": list_scenarios(), "recent": recent}
-    return web.page(request, "home.html", context)
 
 
 @router.get("/runs/new", name="new_run_page")
@@ -54,7 +48,7 @@ def new_run_page(
     from_: str | None = Query(default=None, alias="from", max_length=24),
     platform: str | None = Query(default=None, max_length=64),
 ) -> Response:
-    platforms = _platforms(session)
+    platforms = platform_list(session)
     data = SimConfig().model_dump(mode="json")
     source = None
     if from_:
@@ -129,7 +123,7 @@ def runs_page(
             "order": listing.order,
             "sorts": SORTS,
             "extra": None if listing.sort in SHOWN_COLUMNS else (listing.sort, dict(SORTS)[listing.sort]),
-            "platforms": [p["name"] for p in _platforms(session)],
+            "platforms": [p["name"] for p in platform_list(session)],
             "governors": list(get_args(GovernorName)),
             "mechanisms": list(get_args(Mechanism)),
             "statuses": list(RUN_STATUSES),
@@ -227,54 +221,9 @@ def result_csv(result: Mapping[str, Any]) -> Iterator[str]:
     yield flush()
 
 
-@router.get("/compare", name="compare_page")
-def compare_page(request: Request, session: SessionDep, ids: list[str] = Query(default=[])) -> Response:  # noqa: B008
-    """Runs overlaid, and `compare_view`'s aligned metrics (the `/api/compare` twin) with the better
-    direction of each marked. `?ids=a,b` or `?ids=a&ids=b` (the run page's form sends the latter)."""
-    view = views.compare_view(session, ids)
-    runs = view.comparison.model_dump(mode="json")["runs"]
-    labels = [_run_label(r, i) for i, r in enumerate(runs)]
-    # Charts name runs by letter only ("C6 · B"): full titles would crowd the legends.
-    letters = [label.split(":")[0] for label in labels]
-    pairs = [(letter, r) for letter, r in zip(letters, view.results, strict=True) if r is not None]
-    return web.page(
-        request,
-        "compare.html",
-        {
-            "runs": runs,
-            "labels": labels,
-            "done": [r is not None for r in view.results],
-            "rows": annotate_metrics(view.comparison.model_dump(mode="json")["metrics"]),
-            "charts": charts.compare_charts(pairs) if len(pairs) >= 2 else {},
-            "ids": [r["id"] for r in runs],
-            **measured_context(session, view.comparison, list(zip(letters, view.results, strict=True))),
-        },
-    )
-
-
-def _run_label(run: Mapping[str, Any], i: int) -> str:
-    title = (run.get("title") or "").strip()
-    if len(title) > 40:
-        title = title[:37] + "..."
-    return f"{chr(ord('A') + i % 26)}: {title or run['id']}"
-
-
-def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Compared metrics for display: ns shown in us, shares in %, each delta judged better/worse/same
-    by the metric's direction (|delta| < 0.05 % or pp counts as the same)."""
-    rows = []
-    for m in metrics:
-        scale, unit = {"ns": (1e-3, "us"), "share": (100.0, "%")}.get(m["unit"], (1.0, m["unit"]))
-        values = [None if v is None else v * scale for v in m["values"]]
-        if all(v is None for v in values):
-            continue
-        deltas = []
-        for i, delta in enumerate(m["deltas"]):
-            verdict = None
-            if i > 0 and delta is not None and m["better"]:
-                improved = (delta < 0) == (m["better"] == "lower")
-                verdict = "same" if abs(delta) < 0.05 else ("better" if improved else "worse")
-            deltas.append({"value": delta, "unit": m["delta_unit"], "verdict": verdict})
-        estimate = m["group"] == "energy" or "estimate" in m["label"]
-        rows.append({**m, "unit": unit, "values": values, "deltas": deltas, "estimate": estimate})
-    return rows
+@router.post("/platforms/{name}/simulate", name="simulate_platform_form")
+def simulate_platform_form(name: str, session: SessionDep, submit: SubmitterDep) -> Response:
+    """Simulate the platform's table (an imported machine's topology and disabled states), then
+    show it beside the measured counters."""
+    submitted = submit.config(session, machine_config(session, name), title=f"{name}: simulated")
+    return web.see_other(f"{web.url_for('platform_page', name=name)}?run={submitted.id}")

@@ -1,12 +1,10 @@
-"""Queries on runs. Functions add, flush, select and update; callers commit (through
-`app.db.session_scope`), so one unit of work is one transaction."""
+"""Queries on runs: reads, deletes and the runners' heartbeats; callers commit (through
+`app.core.database.session_scope`), so one unit of work is one transaction. A run's status is
+written only by `app.runs.lifecycle`."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -27,18 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
 
-from app.models import (
-    LIST_COLUMNS,
-    SORTABLE_COLUMNS,
-    Run,
-    RunChanges,
-    Runner,
-    UTCDateTime,
-    config_summary,
-    utcnow,
-)
-from engine import SimConfig
-from engine import engine_version as current_engine_version
+from app.core.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, RunChanges, Runner, UTCDateTime, utcnow
 
 _LIST_COLS = [getattr(Run, c) for c in LIST_COLUMNS]
 # A list page reads its times as stored (naive UTC on SQLite): `views.RunListView.to_json` writes
@@ -46,7 +33,6 @@ _LIST_COLS = [getattr(Run, c) for c in LIST_COLUMNS]
 _LIST_PAGE_COLS = [
     type_coerce(c, DateTime()).label(c.key) if isinstance(c.type, UTCDateTime) else c for c in _LIST_COLS
 ]
-FINISHED = ("done", "failed")
 
 
 # --- the change counter: every write to runs bumps it in its own transaction ---------------------
@@ -74,59 +60,6 @@ def _bump_on_write(state: ORMExecuteState) -> None:
 def _bump_on_add(session: Session, flush_context: UOWTransaction, instances: object) -> None:
     if any(isinstance(obj, Run) for obj in (*session.new, *session.dirty, *session.deleted)):
         session.connection().execute(_BUMP)
-
-
-def new_run_id() -> str:
-    """Short, random, unguessable (64 bits)."""
-    return secrets.token_urlsafe(8)
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def token_matches(run: Run, token: str | None) -> bool:
-    return token is not None and hmac.compare_digest(run.delete_token_hash, hash_token(token))
-
-
-@dataclass(frozen=True)
-class NewRun:
-    run: Run
-    delete_token: str
-
-
-def create_run(
-    session: Session,
-    config: SimConfig,
-    *,
-    title: str = "",
-    unlisted: bool = False,
-    status: str = "queued",
-    sweep_id: str | None = None,
-    sweep_index: int | None = None,
-) -> NewRun:
-    """Add a run (queued; `running` when this process computes or copies it at once), a sweep's
-    point when `sweep_id` is given; returns it with its delete token (stored only as a hash)."""
-    token = secrets.token_urlsafe(24)
-    run = Run(
-        id=new_run_id(),
-        title=title,
-        status=status,
-        progress=0.0,
-        unlisted=unlisted,
-        delete_token_hash=hash_token(token),
-        config=config.model_dump_json(),
-        config_hash=config.config_hash(),
-        engine_version=current_engine_version(),
-        created_at=utcnow(),
-        started_at=utcnow() if status == "running" else None,
-        sweep_id=sweep_id,
-        sweep_index=sweep_index,
-        **config_summary(config),
-    )
-    session.add(run)
-    session.flush()
-    return NewRun(run, token)
 
 
 def find_reusable(session: Session, config_hash: str, engine_version: str) -> Run | None:
@@ -233,7 +166,7 @@ def delete_run(session: Session, run_id: str) -> None:
     session.execute(delete(Run).where(Run.id == run_id))
 
 
-# --- the job runner's writes (the web process is the only writer) -------------------------------
+# --- the job runner's reads -----------------------------------------------------------------------
 
 
 def next_queued(session: Session, limit: int) -> list[tuple[str, bool]]:
@@ -247,62 +180,8 @@ def next_queued(session: Session, limit: int) -> list[tuple[str, bool]]:
     return [(run_id, bool(point)) for run_id, point in session.execute(stmt)]
 
 
-def claim_run(session: Session, run_id: str, now: datetime, *, claim: str, runner: str) -> str | None:
-    """Move a queued run to running under `claim`, held by `runner`; returns its config JSON if
-    this caller won it."""
-    res = session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.status == "queued")
-        .values(status="running", started_at=now, progress=0.0, claim=claim, claimed_by=runner)
-        .execution_options(synchronize_session=False)
-    )
-    if res.rowcount != 1:  # type: ignore[attr-defined]
-        return None
+def config_json(session: Session, run_id: str) -> str | None:
     return session.scalar(select(Run.config).where(Run.id == run_id))
-
-
-def set_progress(session: Session, progress: Mapping[str, float]) -> None:
-    for run_id, value in progress.items():
-        session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status == "running")
-            .values(progress=min(1.0, max(0.0, value)))
-            .execution_options(synchronize_session=False)
-        )
-
-
-def _running(run_id: str, claim: str | None) -> Any:
-    """A run still running, and (when given) still under `claim`: an older attempt's answer, or a
-    second completion, then changes nothing."""
-    cond = (Run.id == run_id) & (Run.status == "running")
-    return cond if claim is None else cond & (Run.claim == claim)
-
-
-def record_result(
-    session: Session, run_id: str, fields: Mapping[str, Any], *, claim: str | None = None
-) -> bool:
-    """Mark a running run done with `fields` (result, summary, page... from `views.finished_fields`).
-    A second completion, or one for a run no longer running (under `claim`), changes nothing (False)."""
-    res = session.execute(
-        update(Run)
-        .where(_running(run_id, claim))
-        .values(**fields)
-        .execution_options(synchronize_session=False)
-    )
-    return res.rowcount == 1  # type: ignore[attr-defined]
-
-
-def fail_run(
-    session: Session, run_id: str, error: str, *, wall_s: float | None = None, claim: str | None = None
-) -> bool:
-    where = (Run.id == run_id) & Run.status.in_(("queued", "running"))
-    res = session.execute(
-        update(Run)
-        .where(where if claim is None else _running(run_id, claim))
-        .values(status="failed", error=error, finished_at=utcnow(), wall_s=wall_s)
-        .execution_options(synchronize_session=False)
-    )
-    return res.rowcount == 1  # type: ignore[attr-defined]
 
 
 def running_ids(session: Session, runner: str | None = None) -> list[tuple[str, datetime]]:
@@ -311,39 +190,6 @@ def running_ids(session: Session, runner: str | None = None) -> list[tuple[str, 
     if runner is not None:
         stmt = stmt.where((Run.claimed_by == runner) | Run.claimed_by.is_(None))
     return [(run_id, started or utcnow()) for run_id, started in session.execute(stmt)]
-
-
-_REQUEUED = {"status": "queued", "progress": 0.0, "started_at": None, "claim": None, "claimed_by": None}
-
-
-def requeue_interrupted(
-    session: Session,
-    run_ids: Sequence[str] | None = None,
-    *,
-    keep_runners: Sequence[str] = (),
-    unclaimed: bool = True,
-) -> int:
-    """Put runs left `running` (the server stopped mid-run) back in the queue, except those held
-    by `keep_runners` (live processes), and those no runner claimed unless `unclaimed`."""
-    stmt = update(Run).where(Run.status == "running")
-    if run_ids is not None:
-        stmt = stmt.where(Run.id.in_(list(run_ids)))
-    if keep_runners:
-        stmt = stmt.where(Run.claimed_by.is_(None) | Run.claimed_by.not_in(list(keep_runners)))
-    if not unclaimed:
-        stmt = stmt.where(Run.claimed_by.is_not(None))
-    res = session.execute(stmt.values(**_REQUEUED).execution_options(synchronize_session=False))
-    return int(res.rowcount)  # type: ignore[attr-defined]
-
-
-def requeue_claim(session: Session, run_id: str, claim: str) -> bool:
-    """Requeue one run if it is still running under `claim` (its computation was lost)."""
-    res = session.execute(
-        update(Run).where(_running(run_id, claim)).values(**_REQUEUED).execution_options(
-            synchronize_session=False
-        )
-    )
-    return res.rowcount == 1  # type: ignore[attr-defined]
 
 
 def heartbeat(session: Session, runner: str, now: datetime) -> None:
@@ -366,3 +212,14 @@ def forget_runner(session: Session, runner: str) -> None:
 
 def run_status(session: Session, run_id: str) -> str | None:
     return session.scalar(select(Run.status).where(Run.id == run_id))
+
+
+def stale_pages(session: Session, version: str, limit: int) -> list[str]:
+    """Finished runs whose stored page is of another render version, newest first."""
+    stmt = (
+        select(Run.id)
+        .where(Run.status == "done", Run.page_version.is_not(None), Run.page_version != version)
+        .order_by(Run.created_at.desc(), Run.id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))

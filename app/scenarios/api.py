@@ -6,30 +6,26 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from app.deps import RunnerDep, SessionDep, SettingsDep
-from app.errors import ERROR_RESPONSES, InvalidInput
-from app.runs.store import FINISHED
-from app.scenarios import views
-from app.web import absolute
+from app.core.deps import RunEventsDep, SessionDep, SettingsDep
+from app.core.errors import ERROR_RESPONSES
+from app.core.models import FINISHED
+from app.core.web import absolute, json_response
+from app.runs.lifecycle import SubmitterDep
+from app.scenarios import service as views
 from engine import engine_version
 
 router = APIRouter(prefix="/api", tags=["scenarios"])
 
 
-def _json(body: Any, status_code: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status_code, media_type="application/json")
-
-
 @router.get("/scenarios", responses=ERROR_RESPONSES)
 def list_scenarios() -> Response:
     """The built-in experiments: the source documents' figures, and the review's requests."""
-    return _json({"scenarios": views.list_scenarios()})
+    return json_response({"scenarios": views.list_scenarios()})
 
 
 @router.get("/scenarios/{name}", responses=ERROR_RESPONSES)
@@ -39,7 +35,7 @@ def get_scenario(name: str, session: SessionDep) -> Response:
     runs = views.latest_runs(session, scenario)
     configs = dict(scenario.configs())
     ids = [runs[r].id for r in scenario.role_names() if r in runs]
-    return _json(
+    return json_response(
         {
             **views.scenario_item(scenario),
             "roles": [
@@ -72,19 +68,17 @@ async def run_scenario(
     name: str,
     request: Request,
     session: SessionDep,
-    runner: RunnerDep,
+    submit: SubmitterDep,
+    events: RunEventsDep,
     settings: SettingsDep,
+    body: ScenarioRun | None = None,
     wait: Annotated[bool, Query(description="Wait (bounded) for every run to finish.")] = False,
 ) -> Response:
     """Run every role of a scenario: one run each, through the normal job path. With `?wait=true`
     and every run done, 200 with `"checks"` too."""
     scenario = views.get_scenario(name)
-    raw = await request.body()
-    try:
-        body = ScenarioRun.model_validate_json(raw) if raw.strip() else ScenarioRun()
-    except ValidationError as exc:
-        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
-    submitted = await run_in_threadpool(views.submit, runner, scenario, unlisted=body.unlisted)
+    body = body or ScenarioRun()
+    submitted = await run_in_threadpool(views.submit, submit, scenario, unlisted=body.unlisted)
     ids = [s["id"] for s in submitted]
     compare = views.compare_url(ids)
     answer: dict[str, Any] = {
@@ -94,9 +88,9 @@ async def run_scenario(
         "scenario_url": absolute(request, f"/scenarios/{scenario.name}?ids={','.join(ids)}"),
     }
     if not wait:
-        return _json(answer, 202)
+        return json_response(answer, 202)
     pending = [s["id"] for s in submitted if s["status"] not in FINISHED]
-    await asyncio.gather(*(runner.wait(rid, settings.wait_timeout_s) for rid in pending))
+    await asyncio.gather(*(events.wait(rid, settings.wait_timeout_s) for rid in pending))
 
     runs = await run_in_threadpool(views.runs_by_ids, session, scenario, ids)
     by_id = {r.id: r for r in runs.values()}
@@ -106,17 +100,17 @@ async def run_scenario(
         item["error"] = ref.error if ref else None
     answer["checks"] = views.check_rows(scenario, runs)
     finished = all(item["status"] in FINISHED for item in answer["runs"])
-    return _json(answer, 200 if finished else 202)
+    return json_response(answer, 200 if finished else 202)
 
 
 @router.get("/validation", responses=ERROR_RESPONSES)
 def validation(session: SessionDep) -> Response:
     """Each published figure beside the simulated one, from the runs that exist for this engine
     (`missing` roles have none yet: `POST /api/validation/run` makes them)."""
-    return _json(views.validation_report(session))
+    return json_response(views.validation_report(session))
 
 
 @router.post("/validation/run", status_code=202, responses=ERROR_RESPONSES)
-def run_validation(session: SessionDep, runner: RunnerDep) -> Response:
-    """Submit the validation runs this engine lacks, through the job runner."""
-    return _json({"runs": views.submit_missing(session, runner)}, 202)
+def run_validation(session: SessionDep, submit: SubmitterDep) -> Response:
+    """Queue the validation runs this engine lacks."""
+    return json_response({"runs": views.submit_missing(session, submit)}, 202)

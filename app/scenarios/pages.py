@@ -1,4 +1,5 @@
-"""Scenario and validation pages, and their Run buttons (plain form posts, then a redirect)."""
+"""The home page, scenario and validation pages, and their Run buttons (plain form posts, then a
+redirect)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,28 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import Response
 
-from app import charts, web
-from app.deps import RunnerDep, SessionDep
-from app.scenarios import views
-from app.scenarios.views import RunRef
+from app import charts
+from app.core import web
+from app.core.deps import SessionDep
+from app.core.models import ACTIVE
+from app.runs import service as run_service
+from app.runs.lifecycle import SubmitterDep
+from app.runs.pages import platform_list
+from app.scenarios import service as views
+from app.scenarios.service import RunRef
 from engine import engine_version
 from engine.scenarios import Scenario
 
 router = APIRouter(include_in_schema=False)
+
+
+@router.get("/", name="home")
+def home(request: Request, session: SessionDep) -> Response:
+    recent = run_service.list_runs_view(session, limit=10).runs
+    context = {"platforms": platform_list(session), "scenarios": views.list_scenarios(), "recent": recent}
+    return web.page(request, "home.html", context)
 
 
 @router.get("/scenarios", name="scenarios_page")
@@ -63,7 +76,7 @@ def scenario_page(
             "roles": roles,
             "runs": runs,
             "has_runs": bool(runs),
-            "pending": any(r.status in ("queued", "running") for r in runs.values()),
+            "pending": any(r.status in ACTIVE for r in runs.values()),
             "key_table": views.key_table(scenario, runs),
             "metrics": views.metrics_table(scenario, runs),
             "checks": views.check_rows(scenario, runs),
@@ -76,11 +89,11 @@ def scenario_page(
 
 
 @router.post("/scenarios/{name}/run", name="scenario_run_form")
-def scenario_run_form(name: str, runner: RunnerDep) -> RedirectResponse:
+def scenario_run_form(name: str, submit: SubmitterDep) -> Response:
     """The page's Run button (a plain form: no script needed): submit, then show those runs."""
     scenario = views.get_scenario(name)
-    ids = ",".join(s["id"] for s in views.submit(runner, scenario))
-    return RedirectResponse(f"/scenarios/{scenario.name}?ids={ids}", status_code=303)
+    ids = ",".join(s["id"] for s in views.submit(submit, scenario))
+    return web.see_other(f"/scenarios/{scenario.name}?ids={ids}")
 
 
 @router.get("/validation", name="validation_page")
@@ -95,7 +108,7 @@ def validation_page(request: Request, session: SessionDep) -> Response:
 
 
 @router.post("/validation/run", name="validation_run_form")
-def validation_run_form(session: SessionDep, runner: RunnerDep) -> RedirectResponse:
+def validation_run_form(session: SessionDep, submit: SubmitterDep) -> Response:
     """The validation page's button: make the missing runs, then show the page (it reloads while they run)."""
-    views.submit_missing(session, runner)
-    return RedirectResponse("/validation", status_code=303)
+    views.submit_missing(session, submit)
+    return web.see_other("/validation")

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Run
+from app.core.models import ACTIVE, Run
 
 
 def latest_of_config(session: Session, config_hash: str, versions: Sequence[str]) -> Run | None:
     """The newest listed finished run of this config by one of the engine `versions`; if there is
     none, the newest listed one still queued or running (they carry the short version until done).
     Unlisted runs are found only by their link."""
-    for statuses in (("done",), ("queued", "running")):
+    for statuses in (("done",), ACTIVE):
         stmt = (
             select(Run)
             .where(

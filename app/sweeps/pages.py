@@ -6,12 +6,13 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Query, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import Response
 
-from app import web
-from app.deps import RunnerDep, SessionDep
-from app.sweeps import charts, views
+from app.core import web
+from app.core.deps import SessionDep
+from app.runs.lifecycle import SubmitterDep
+from app.sweeps import charts
+from app.sweeps import service as views
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,10 +41,10 @@ def new_sweep_page(request: Request) -> Response:
 
 
 @router.post("/sweeps/example", name="example_sweep")
-async def start_example_sweep(session: SessionDep, runner: RunnerDep) -> RedirectResponse:
+def start_example_sweep(session: SessionDep, submit: SubmitterDep) -> Response:
     """Start the built-in example sweep and show it."""
-    made = await run_in_threadpool(views.submit, session, runner, views.example_sweep())
-    return RedirectResponse(views.sweep_path(made["id"]), status_code=303)
+    made = views.submit(session, submit, views.example_sweep())
+    return web.see_other(views.sweep_path(made["id"]))
 
 
 def sweep_figures(view: dict[str, Any], metric: str, x_path: str) -> dict[str, Any]:

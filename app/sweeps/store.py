@@ -8,12 +8,11 @@ from typing import Any
 from sqlalchemy import Row, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.models import RESULT_SUMMARY_COLUMNS, Run, Sweep, utcnow
+from app.core.models import RESULT_SUMMARY_COLUMNS, Run, Sweep
 
 _POINT_COLS = [Run.id, Run.sweep_index, Run.status, Run.progress, Run.error, Run.wall_s] + [
     getattr(Run, c) for c in RESULT_SUMMARY_COLUMNS
 ]
-CANCELLED = "cancelled with its sweep"
 
 
 def get_sweep(session: Session, sweep_id: str) -> Sweep | None:
@@ -60,13 +59,5 @@ def delete_sweep(session: Session, sweep_id: str) -> list[str]:
     return ids
 
 
-def cancel_sweep(session: Session, sweep_id: str) -> int:
-    """Fail the sweep's queued points (running ones finish); returns how many."""
+def mark_cancelled(session: Session, sweep_id: str) -> None:
     session.execute(update(Sweep).where(Sweep.id == sweep_id).values(cancelled=True))
-    res = session.execute(
-        update(Run)
-        .where(Run.sweep_id == sweep_id, Run.status == "queued")
-        .values(status="failed", error=CANCELLED, finished_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    return int(res.rowcount)  # type: ignore[attr-defined]

@@ -38,15 +38,14 @@ def wait_finished(
 def done_run(app: Any, config: dict[str, Any] | None = None, **run: Any) -> tuple[str, str]:
     """A run simulated here and recorded through the one finish path, as a worker's would be:
     (id, delete token). For in-process apps without workers."""
-    from app.db import session_scope
-    from app.runs import store
-    from app.runs.artifacts import finish_run
+    from app.core.database import session_scope
+    from app.runs import lifecycle
     from engine import SimConfig, simulate
 
     cfg = SimConfig.model_validate(config if config is not None else small_config())
     with session_scope(app.state.sessionmaker) as session:
-        new = store.create_run(session, cfg, status="running", **run)
+        new = lifecycle.add(session, lifecycle.RunSpec(cfg, **run), status="running")
     result = simulate(cfg)
     kwargs = {"engine_version": result.engine_version, "wall_s": 0.1, "compile_s": 0.0}
-    assert finish_run(app.state.sessionmaker, new.run.id, result.model_dump_json().encode(), **kwargs)
-    return new.run.id, new.delete_token
+    assert lifecycle.finish(app.state.sessionmaker, new.id, result.model_dump_json().encode(), **kwargs)
+    return new.id, new.delete_token

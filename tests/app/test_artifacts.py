@@ -8,11 +8,11 @@ from xml.etree import ElementTree
 
 from sqlalchemy import update
 
-from app.db import session_scope
-from app.models import Run
-from app.runs.artifacts import Artifacts
-from app.schemas import RunRead
-from app.web import RENDER_VERSION, fmt_num
+from app.core.database import session_scope
+from app.core.models import Run
+from app.core.web import fmt_num, render_version
+from app.runs.schemas import RunRead
+from app.runs.service import Artifacts
 from tests.app.factories import done_run, small_config
 
 
@@ -41,7 +41,7 @@ def test_the_page_is_stored_when_the_run_finishes_and_served_as_stored(app_clien
     app = app_client.app
     run_id, _ = done_run(app, title="stored page")
     row = _row(app, run_id)
-    assert row.page is not None and row.page_version == RENDER_VERSION
+    assert row.page is not None and row.page_version == render_version()
     assert app_client.get(f"/runs/{run_id}").content == row.page
     # What is served is the stored bytes, not a new rendering.
     _set(app, run_id, page=row.page + b"<!-- as stored -->")
@@ -58,7 +58,7 @@ def test_a_page_of_another_render_version_is_rendered_again_and_not_written(app_
 
 
 def test_a_template_error_does_not_stop_a_run_finishing(app_client: Any, monkeypatch: Any) -> None:
-    import app.runs.artifacts as artifacts
+    import app.runs.service as artifacts
 
     def broken(view: Any) -> bytes:
         raise RuntimeError("template bug")
@@ -154,7 +154,7 @@ def _table(html: str, css_class: str) -> str:
 
 
 def test_a_waiting_run_says_the_engine_compiles_while_it_does(app_client: Any, monkeypatch: Any) -> None:
-    from app.runs import artifacts
+    from app.runs import service as artifacts
 
     run_id, _ = done_run(app_client.app, title="waits")
     _set(app_client.app, run_id, status="queued", result=None, page=None, page_version=None)
@@ -164,3 +164,17 @@ def test_a_waiting_run_says_the_engine_compiles_while_it_does(app_client: Any, m
     monkeypatch.setattr(artifacts, "cache_is_warm", lambda: True)
     app_client.app.state.artifacts.discard(run_id)
     assert "compiling the engine" not in app_client.get(f"/runs/{run_id}").text
+
+
+def test_pages_of_another_render_version_are_stored_again_in_the_background(app_client: Any) -> None:
+    import threading
+
+    from app.runs import lifecycle
+
+    app = app_client.app
+    run_id, _ = done_run(app, title="old page, new page")
+    _set(app, run_id, page=b"<p>old</p>", page_version="0-old")
+    assert lifecycle.rerender_stale_pages(app.state.sessionmaker, threading.Event(), pause_s=0) == 1
+    row = _row(app, run_id)
+    assert row.page_version == render_version() and b"old page, new page" in row.page
+    assert lifecycle.rerender_stale_pages(app.state.sessionmaker, threading.Event(), pause_s=0) == 0

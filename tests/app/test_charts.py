@@ -9,9 +9,10 @@ import orjson
 import pytest
 
 from app import charts
-from app.runs.pages import annotate_metrics, result_csv
-from app.web import json_script
-from engine import SimConfig, load_platform, simulate
+from app.compare.service import annotate_metrics
+from app.core.web import json_script
+from app.runs.pages import result_csv
+from engine import SimConfig, load_platform, metrics, simulate
 
 SMALL = {"duration_ms": 50, "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}}
 TWO_SOCKETS = {"duration_ms": 50, "topology": {"sockets": 2, "cores_per_socket": 2, "threads_per_core": 1}}
@@ -254,7 +255,7 @@ def test_summary_figures(result: dict[str, Any]) -> None:
 
 
 def test_better_direction_and_verdicts() -> None:
-    better = {m.key: m.better for m in charts.compare_metrics(["C6"])}
+    better = {m.key: m.better for m in metrics.compared(["C6"])}
     assert better["latency.wake.p99_ns"] == "lower"
     assert better["ipi.ipis_avoided"] == "higher"
     assert better["residency.C6"] is None
@@ -340,9 +341,9 @@ def test_hardware_figure_stacks_core_and_package_states_per_socket(result: dict[
 
 
 def test_compare_tabulates_turbostat_columns(result: dict[str, Any]) -> None:
-    metrics = {m.key: m for m in charts.compare_metrics([s["name"] for s in result["states"]])}
+    by_key = {m.key: m for m in metrics.compared([s["name"] for s in result["states"]])}
     turbostat = result["hardware"]["system"]["turbostat"]
-    assert metrics["hardware.CPU%c6"].value(result) == pytest.approx(turbostat["CPU%c6"] / 100)
-    assert metrics["hardware.PkgWatt"].value(result) == pytest.approx(turbostat["PkgWatt"])
-    assert metrics["hardware.PkgWatt"].estimate and metrics["hardware.Pkg%pc6"].unit == "share"
-    assert metrics["hardware.CPU%c3"].value(result) is None  # skx has no core C3
+    assert by_key["hardware.CPU%c6"].value(result) == pytest.approx(turbostat["CPU%c6"] / 100)
+    assert by_key["hardware.PkgWatt"].value(result) == pytest.approx(turbostat["PkgWatt"])
+    assert by_key["hardware.PkgWatt"].estimate and by_key["hardware.Pkg%pc6"].unit == "share"
+    assert by_key["hardware.CPU%c3"].value(result) is None  # skx has no core C3

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT, free_port, sqlite_url
+from tests.conftest import REPO_ROOT, free_port, sqlite_url, this_checkout
 
 
 def idlelab(
     *args: str, cwd: Path, db: Path | None = None, stdin: str | None = None, **env_vars: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db"), **env_vars}
+    env = this_checkout({**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(db or cwd / "cli.db"), **env_vars})
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=cwd,
@@ -82,8 +82,8 @@ def test_run_prints_a_summary_writes_json_and_saves(tmp_path: Path) -> None:
     assert result["cpus"] == 4 and result["duration_ns"] == 20_000_000
 
     # The saved run is in the database the server would use.
-    from app.db import make_db_engine, make_sessionmaker, session_scope
-    from app.runs.views import list_runs_view
+    from app.core.database import make_db_engine, make_sessionmaker, session_scope
+    from app.runs.service import list_runs_view
 
     db_engine = make_db_engine(sqlite_url(tmp_path / "cli.db"))
     try:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from app.db import make_db_engine
-from app.models import CustomPlatform, Measurement
+from app.core.database import make_db_engine
+from app.core.models import CustomPlatform, Measurement
 from tests.app.measurements.test_turbostat import OUTPUT as TURBOSTAT
 from tests.app.measurements.test_wult import INFO, ROWS, csv
 from tests.app.platforms.machines import SKX, machine_files, skx96, skx_layout

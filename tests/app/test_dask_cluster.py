@@ -16,10 +16,10 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from app.db import make_db_engine, make_sessionmaker, session_scope
-from app.models import Run
+from app.core.database import make_db_engine, make_sessionmaker, session_scope
+from app.core.models import Run
 from tests.app.factories import POLL_TIMEOUT_S, submit, wait_finished
-from tests.conftest import free_port
+from tests.conftest import free_port, this_checkout
 
 DASK = str(Path(sys.executable).parent / "dask")
 # 24 points of about a tenth of a second each (a 2-socket skx, several simulated seconds).
@@ -47,6 +47,7 @@ class DaskCluster:
     def _start(self, *args: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [DASK, *args],
+            env=this_checkout(dict(os.environ)),
             stdout=self.log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -103,7 +103,7 @@ def test_docs_work_offline_under_the_csp(app_client: Any) -> None:
 def test_even_a_bug_answers_in_the_error_shape_with_the_headers(tmp_path: Any) -> None:
     from fastapi.testclient import TestClient
 
-    from app.config import Settings
+    from app.core.settings import Settings
     from app.main import create_app
     from tests.conftest import sqlite_url
 

@@ -13,11 +13,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-from app import models
-from app.db import make_db_engine, make_sessionmaker, session_scope, upgrade_db
-from app.jobs import WORKER_NICENESS, JobRunner
-from app.models import Run
-from app.runs import store
+from app.core import models
+from app.core.database import make_db_engine, make_sessionmaker, session_scope, upgrade_db
+from app.core.models import Run
+from app.jobs.runner import JobRunner
+from app.jobs.worker import WORKER_NICENESS
+from app.runs import lifecycle, store
+from app.runs.lifecycle import RunSpec
 from engine import SimConfig
 from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finished
 
@@ -42,9 +44,8 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
     db_engine = make_db_engine(db_url)
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
-            bad = store.create_run(session, SimConfig(), title="broken")
-            bad.run.config = '{"duration_ms": "soon"}'
-            bad_id = bad.run.id
+            bad_id = lifecycle.add(session, RunSpec(SimConfig(), title="broken")).id
+            session.get(Run, bad_id).config = '{"duration_ms": "soon"}'  # type: ignore[union-attr]
     finally:
         db_engine.dispose()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
@@ -104,11 +105,11 @@ def test_requeue_interrupted_touches_only_running_runs(db_url: str) -> None:
     factory = make_sessionmaker(db_engine)
     try:
         with session_scope(factory) as session:
-            ids = [store.create_run(session, SimConfig(), title=s).run.id for s in ("a", "b", "c")]
+            ids = [lifecycle.add(session, RunSpec(SimConfig(), title=s)).id for s in ("a", "b", "c")]
             session.get(Run, ids[1]).status = "running"
             session.get(Run, ids[2]).status = "failed"
         with session_scope(factory) as session:
-            assert store.requeue_interrupted(session) == 1
+            assert lifecycle.requeue(session) == 1
         with session_scope(factory) as session:
             assert [session.get(Run, i).status for i in ids] == ["queued", "queued", "failed"]
     finally:
@@ -163,7 +164,7 @@ def running_run(db_url: str) -> Iterator[tuple[Any, Any, str]]:
     db_engine = make_db_engine(db_url)
     factory = make_sessionmaker(db_engine)
     with session_scope(factory) as session:
-        run_id = store.create_run(session, SimConfig(duration_ms=1), status="running").run.id
+        run_id = lifecycle.add(session, RunSpec(SimConfig(duration_ms=1)), status="running").id
     yield JobRunner(factory, workers=0), factory, run_id
     db_engine.dispose()
 
@@ -171,8 +172,8 @@ def running_run(db_url: str) -> Iterator[tuple[Any, Any, str]]:
 def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
     running_run: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.jobs
-    import app.runs.artifacts
+    import app.jobs.runner
+    import app.runs.lifecycle
 
     runner, factory, run_id = running_run
     attempts = []
@@ -181,8 +182,8 @@ def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
         attempts.append(1)
         raise OperationalError("UPDATE runs ...", {}, Exception("database or disk is full"))
 
-    monkeypatch.setattr(app.runs.artifacts, "finish_run", disk_full)
-    monkeypatch.setattr(app.jobs.time, "sleep", lambda s: None)
+    monkeypatch.setattr(app.runs.lifecycle, "finish", disk_full)
+    monkeypatch.setattr(app.jobs.runner.time, "sleep", lambda s: None)
     runner._record(run_id, b"{}", "v", 0.5, 0.0)
     assert len(attempts) == 5  # retried first
     with session_scope(factory) as session:
@@ -191,7 +192,7 @@ def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
 
 
 def test_a_result_over_the_size_limit_fails_the_run_at_once(running_run: Any) -> None:
-    from app.runs.artifacts import MAX_RESULT_BYTES
+    from app.runs.lifecycle import MAX_RESULT_BYTES
 
     runner, factory, run_id = running_run
     runner._record(run_id, b" " * (MAX_RESULT_BYTES + 1), "v", 0.5, 0.0)
@@ -214,9 +215,9 @@ def test_a_result_is_recorded_only_under_its_claim(running_run: Any) -> None:
 
     runner, factory, _ = running_run
     with session_scope(factory) as session:
-        run_id = store.create_run(session, SimConfig(duration_ms=1)).run.id
+        run_id = lifecycle.add(session, RunSpec(SimConfig(duration_ms=1))).id
     with session_scope(factory) as session:
-        assert store.claim_run(session, run_id, datetime.now(UTC), claim="new", runner="r") is not None
+        assert lifecycle.claim(session, run_id, datetime.now(UTC), claim="new", runner="r") is not None
     result = b'{"busy_share": 0.5}'
     runner._record(run_id, result, "v", 0.5, 0.0, claim="old")  # an earlier attempt's answer
     with session_scope(factory) as session:
@@ -234,12 +235,12 @@ def test_recover_leaves_the_runs_of_a_live_runner_alone(running_run: Any) -> Non
     runner, factory, _ = running_run
     now = datetime.now(UTC)
     with session_scope(factory) as session:
-        ids = [store.create_run(session, SimConfig(duration_ms=1)).run.id for _ in range(2)]
+        ids = [lifecycle.add(session, RunSpec(SimConfig(duration_ms=1))).id for _ in range(2)]
         store.heartbeat(session, "alive", now)
         store.heartbeat(session, "gone", now - timedelta(hours=1))
     with session_scope(factory) as session:
         for run_id, holder in zip(ids, ("alive", "gone"), strict=True):
-            store.claim_run(session, run_id, now, claim=holder, runner=holder)
+            lifecycle.claim(session, run_id, now, claim=holder, runner=holder)
     runner.recover(unclaimed=False)
     with session_scope(factory) as session:
         assert [store.run_status(session, i) for i in ids] == ["running", "queued"]

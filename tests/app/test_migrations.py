@@ -9,8 +9,8 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
-from app.db import alembic_config, downgrade_db, make_db_engine, upgrade_db
-from app.models import Base
+from app.core.database import alembic_config, downgrade_db, make_db_engine, upgrade_db
+from app.core.models import Base
 from tests.conftest import sqlite_url
 
 
@@ -66,9 +66,10 @@ def test_ipi_counts_recounted_both_ways(tmp_path: Path) -> None:
     import orjson
     from sqlalchemy import select, update
 
-    from app.db import make_sessionmaker, session_scope
-    from app.models import Run
-    from app.runs import store
+    from app.core.database import make_sessionmaker, session_scope
+    from app.core.models import Run
+    from app.runs import lifecycle
+    from app.runs.lifecycle import RunSpec
     from engine import SimConfig
 
     url = sqlite_url(tmp_path / "m.db")
@@ -77,7 +78,7 @@ def test_ipi_counts_recounted_both_ways(tmp_path: Path) -> None:
     ipi = {"ipis_sent": 3, "ipis_avoided": 40, "sched_ipis_sent": 5, "sched_ipis_avoided": 70}
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
-            run_id = store.create_run(session, SimConfig()).run.id
+            run_id = lifecycle.add(session, RunSpec(SimConfig())).id
             session.execute(update(Run).where(Run.id == run_id).values(result=orjson.dumps({"ipi": ipi})))
 
         def counts() -> tuple[int, int]:

@@ -160,7 +160,7 @@ def test_run_form_redirects_to_the_scenario_page_with_the_runs(app_client: Any) 
 def worker_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from fastapi.testclient import TestClient
 
-    from app.config import Settings
+    from app.core.settings import Settings
     from app.main import create_app
 
     db = tmp_path_factory.mktemp("validation") / "idlelab.db"

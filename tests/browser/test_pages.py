@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from app.charts import CHARTS
-from app.web import CSP, STATIC_DIR
+from app.core.web import CSP, STATIC_DIR
 from engine import SimConfig
 from tests.browser.conftest import SMALL, run_and_wait
 

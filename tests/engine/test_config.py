@@ -291,6 +291,8 @@ def _perturbations() -> dict[str, dict[str, Any]]:
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = new
+        if dotted == "governor.fixed_state":  # only the fixed governor takes a state
+            data["governor"]["name"] = "fixed"
         out[dotted] = data
 
     walk(base, [])

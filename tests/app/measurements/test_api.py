@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from app.models import Measurement
+from app.core.models import Measurement
 from tests.app.factories import done_run
 from tests.app.measurements.test_turbostat import OUTPUT as TURBOSTAT
 from tests.app.measurements.test_wult import HEADER, INFO, ROWS, csv, row

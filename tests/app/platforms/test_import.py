@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.platforms.importing import derive_name
+from app.platforms.service import derive_name
 from app.platforms.sysfs import parse_dump
 from tests.app.platforms.machines import (
     HEADER,

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.db import make_db_engine, make_sessionmaker, session_scope
-from app.sweeps import views
+from app.core.database import make_db_engine, make_sessionmaker, session_scope
+from app.sweeps import service as views
 from tests.app.test_dask_cluster import DaskCluster
-from tests.conftest import free_port, sqlite_url
+from tests.conftest import free_port, sqlite_url, this_checkout
 
 SWEEP = {
     "title": "cli",
@@ -32,7 +32,9 @@ def _idlelab(
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(tmp_path / "cli.db"), **(env or {})},
+        env=this_checkout(
+            {**os.environ, "IDLELAB_DATABASE_URL": sqlite_url(tmp_path / "cli.db"), **(env or {})}
+        ),
         timeout=300,
     )
 

@@ -24,6 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from engine import metrics
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -32,7 +34,15 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# A run's statuses, declared once: `queued` -> `running` -> `done` or `failed`.
 RUN_STATUSES = ("queued", "running", "done", "failed")
+ACTIVE = RUN_STATUSES[:2]
+FINISHED = RUN_STATUSES[2:]
+MEASUREMENT_KINDS = ("wult", "turbostat")
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -62,37 +72,12 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def summary(label: str, *, config: Any = None, result: Any = None) -> dict[str, Any]:
+def summary(label: str, *, config: Any = None, metric: str | None = None) -> dict[str, Any]:
     """A summary column's `info`: its label in lists, and how it is read from the config (when the
-    run is queued) or from the result (when it is done). The columns below are the one declaration;
-    lists, sorting, the API's row schema and the finish path derive from them."""
-    return {"label": label, "config": config, "result": result}
-
-
-def _latency(source: str, key: str) -> Any:
-    def read(r: Mapping[str, Any]) -> float | None:
-        stats = (r.get("latency") or {}).get(source)
-        return None if not stats or not stats.get("count") else stats.get(key)
-
-    return read
-
-
-# The one IPI count every page, list, CLI and compare shows, and its labels.
-IPIS_SENT = "IPIs sent (calls + scheduler wake-ups)"
-IPIS_AVOIDED = "IPIs avoided (calls + scheduler wake-ups)"
-
-
-def ipi_total(ipi: Mapping[str, Any], what: str) -> int:
-    """The one IPI count every page, list, CLI and compare shows: IPIs `what` ("sent" or
-    "avoided") by smp_call_function_single() calls and by scheduler wake-ups together."""
-    return int(ipi[f"ipis_{what}"]) + int(ipi[f"sched_ipis_{what}"])
-
-
-def _ipis(what: str) -> Any:
-    def read(r: Mapping[str, Any]) -> int | None:
-        return ipi_total(r["ipi"], what) if "ipi" in r else None
-
-    return read
+    run is queued) or, by the registry's `metric`, from the result (when it is done). The columns
+    below are the one declaration; lists, sorting, the API's row schema and the finish path derive
+    from them."""
+    return {"label": label, "config": config, "result": metrics.get(metric) if metric else None}
 
 
 class Run(Base):
@@ -101,7 +86,7 @@ class Run(Base):
 
     __tablename__ = "runs"
     __table_args__ = (
-        CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),
+        CheckConstraint(_one_of("status", RUN_STATUSES), name="status"),
         CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
         Index("ix_runs_status_created_at", "status", "created_at"),
         Index("ix_runs_unlisted_created_at", "unlisted", "created_at"),
@@ -157,38 +142,38 @@ class Run(Base):
     )
     seed: Mapped[int] = mapped_column(BigInteger, info=summary("Seed", config=lambda c: c.seed))
     busy_share: Mapped[float | None] = mapped_column(
-        Float, default=None, info=summary("Busy share", result=lambda r: r.get("busy_share"))
+        Float, default=None, info=summary("Busy share", metric="busy_share")
     )
     wakeups: Mapped[int | None] = mapped_column(
-        Integer, default=None, info=summary("Wake-ups", result=lambda r: r.get("wakeups"))
+        Integer, default=None, info=summary("Wake-ups", metric="wakeups")
     )
     events: Mapped[int | None] = mapped_column(
-        BigInteger, default=None, info=summary("Events", result=lambda r: r.get("events"))
+        BigInteger, default=None, info=summary("Events", metric="events")
     )
     wake_latency_mean_ns: Mapped[float | None] = mapped_column(
-        Float, default=None, info=summary("WakeLatency mean", result=_latency("wake", "mean_ns"))
+        Float, default=None, info=summary("WakeLatency mean", metric="latency.wake.mean_ns")
     )
     wake_latency_p99_ns: Mapped[float | None] = mapped_column(
-        Float, default=None, info=summary("WakeLatency p99", result=_latency("wake", "p99_ns"))
+        Float, default=None, info=summary("WakeLatency p99", metric="latency.wake.p99_ns")
     )
     intr_latency_mean_ns: Mapped[float | None] = mapped_column(
-        Float, default=None, info=summary("IntrLatency mean", result=_latency("intr", "mean_ns"))
+        Float, default=None, info=summary("IntrLatency mean", metric="latency.intr.mean_ns")
     )
     intr_latency_p99_ns: Mapped[float | None] = mapped_column(
-        Float, default=None, info=summary("IntrLatency p99", result=_latency("intr", "p99_ns"))
+        Float, default=None, info=summary("IntrLatency p99", metric="latency.intr.p99_ns")
     )
     ipis_sent: Mapped[int | None] = mapped_column(
-        Integer, default=None, info=summary(IPIS_SENT, result=_ipis("sent"))
+        Integer, default=None, info=summary(metrics.IPIS_SENT, metric="ipi.ipis_sent")
     )
     ipis_avoided: Mapped[int | None] = mapped_column(
         Integer,
         default=None,
-        info=summary(IPIS_AVOIDED, result=_ipis("avoided")),
+        info=summary(metrics.IPIS_AVOIDED, metric="ipi.ipis_avoided"),
     )
     energy_joules: Mapped[float | None] = mapped_column(
         Float,
         default=None,
-        info=summary("Energy (estimate)", result=lambda r: r.get("energy", {}).get("joules")),
+        info=summary("Energy (estimate)", metric="energy.joules"),
     )
 
     error: Mapped[str | None] = mapped_column(Text, default=None)
@@ -261,16 +246,13 @@ class CustomPlatform(Base):
     machine: Mapped[str | None] = mapped_column(Text, default=None)
 
 
-MEASUREMENT_KINDS = ("wult", "turbostat")
-
-
 class Measurement(Base):
     """A result measured on a real machine (wult or turbostat): its files as uploaded, kept so
     that everything shown can be rebuilt, and the view built from them once, when imported."""
 
     __tablename__ = "measurements"
     __table_args__ = (
-        CheckConstraint("kind IN ('wult', 'turbostat')", name="kind"),
+        CheckConstraint(_one_of("kind", MEASUREMENT_KINDS), name="kind"),
         Index("ix_measurements_unlisted_created_at", "unlisted", "created_at"),
     )
 
@@ -310,5 +292,10 @@ def config_summary(config: Any) -> dict[str, Any]:
 
 
 def result_summary(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary columns a finished run's result (as a dict) fills in."""
-    return {name: Run.__table__.c[name].info["result"](result) for name in RESULT_SUMMARY_COLUMNS}
+    """The summary columns a finished run's result (as a dict) fills in, as each column stores them."""
+    out = {}
+    for name in RESULT_SUMMARY_COLUMNS:
+        column = Run.__table__.c[name]
+        value = column.info["result"].value(result)
+        out[name] = None if value is None else column.type.python_type(value)
+    return out

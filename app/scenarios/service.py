@@ -1,7 +1,7 @@
 """Loaders shared by the scenario and validation pages and their JSON twins: a scenario's runs
 (the latest listed ones for the current engine, or given ids), its checks evaluated on them, and
 the validation table (each published figure beside the simulated one). Reading never creates
-runs: `submit` (behind a POST) sends the missing ones to the job runner."""
+runs: `submit` (behind a POST) queues the missing ones."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from sqlalchemy.orm import Session
 
-from app.errors import NotFound
-from app.jobs import JobRunner, Submitted
-from app.models import Run
-from app.runs.views import run_path
+from app.core.errors import NotFound
+from app.core.models import ACTIVE, Run
+from app.runs.lifecycle import RunSpec, Submitter
+from app.runs.service import run_path
 from app.scenarios import store
 from engine import ENGINE_VERSION, engine_version
 from engine.scenarios import (
@@ -139,30 +139,20 @@ def runs_by_ids(session: Session, scenario: Scenario, ids: Sequence[str]) -> dic
 
 
 def submit(
-    runner: JobRunner,
+    submitter: Submitter,
     scenario: Scenario,
     *,
     unlisted: bool = False,
     existing: Mapping[str, RunRef] | None = None,
 ) -> list[dict[str, Any]]:
-    """Submit one run per role through the job runner (roles in `existing` skipped); returns
+    """Queue one run per role (roles in `existing` skipped); returns
     `{"id", "role", "url", "status", "delete_token", "reused_from"}` each."""
-    out = []
-    for role, config in scenario.configs():
-        if existing is not None and role in existing:
-            continue
-        sub: Submitted = runner.submit(config, title=run_title(scenario, role), unlisted=unlisted)
-        out.append(
-            {
-                "id": sub.id,
-                "role": role,
-                "url": run_path(sub.id),
-                "status": sub.status,
-                "delete_token": sub.delete_token,
-                "reused_from": sub.reused_from,
-            }
-        )
-    return out
+    roles = [(role, config) for role, config in scenario.configs() if role not in (existing or {})]
+    specs = [RunSpec(config, run_title(scenario, role), unlisted) for role, config in roles]
+    return [
+        {**sub.answer(run_path(sub.id)), "role": role}
+        for (role, _), sub in zip(roles, submitter(specs), strict=True)
+    ]
 
 
 # --- checks and the validation table -------------------------------------------------------------
@@ -231,18 +221,18 @@ def validation_report(session: Session) -> dict[str, Any]:
         "predicted": sum(r["kind"] == "predicted" for r in rows),
         "consistency": sum(r["kind"] == "consistency" for r in rows),
         "missing": missing,
-        "pending": any(r["status"] in ("queued", "running") for s in scenarios for r in s["runs"]),
+        "pending": any(r["status"] in ACTIVE for s in scenarios for r in s["runs"]),
         "rows": rows,
         "scenarios": scenarios,
     }
 
 
-def submit_missing(session: Session, runner: JobRunner) -> list[dict[str, Any]]:
+def submit_missing(session: Session, submitter: Submitter) -> list[dict[str, Any]]:
     """Submit the validation runs the current engine has none of (nor any queued or running)."""
     out = []
     for name in VALIDATION_SCENARIOS:
         scenario = SCENARIOS[name]
-        out += submit(runner, scenario, existing=latest_runs(session, scenario))
+        out += submit(submitter, scenario, existing=latest_runs(session, scenario))
     return out
 
 

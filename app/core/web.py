@@ -7,10 +7,13 @@ import base64
 import gzip
 import hashlib
 import math
+import mimetypes
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,11 +23,13 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from markupsafe import Markup
+from starlette.datastructures import UploadFile
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import charts, errors
-from app.config import REPO_ROOT
+from app.core import errors
+from app.core.errors import NotFound, UnsupportedMediaType
+from app.core.settings import REPO_ROOT
 from engine.governors import GOVERNOR_KERNEL
 from engine.result import SENDER_PARTS
 
@@ -63,17 +68,10 @@ def json_script(value: Any) -> Markup:
     return Markup(text)
 
 
-@cache
-def _file_hash(path: str) -> str:
-    return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:12]
-
-
 def static_url(path: str) -> str:
     """`/static/<path>?v=<content hash>`: cacheable forever, changes when the file does."""
-    try:
-        return f"/static/{path}?v={_file_hash(path)}"
-    except OSError:
-        return f"/static/{path}"
+    asset = assets().get(path)
+    return f"/static/{path}" if asset is None else f"/static/{path}?v={asset.etag.strip(chr(34))[:12]}"
 
 
 def fmt_num(value: Any, digits: int = 3) -> str:
@@ -116,25 +114,38 @@ def plotly_js_url() -> str:
     return f"/vendor/{PLOTLY_JS_NAME}"
 
 
-# A stored page links the plotly bundle by version and the static files by path: a page rendered
-# by another render version is rendered again when served. Bump the number when templates change
-# in a way that matters to stored pages.
-RENDER_VERSION = f"4-{PLOTLY_JS_NAME}"
+# What a stored page depends on: the templates, the chart code that builds its figures, the static
+# files it links (the plotly bundle included). A page stored under another digest is rendered
+# again when served.
+RENDERED_FROM = (TEMPLATES_DIR, STATIC_DIR, REPO_ROOT / "app" / "charts")
 
 
 @cache
-def _routes() -> APIRouter:
-    from app.main import ROUTERS  # the app's routers (main imports this module first)
+def render_version() -> str:
+    """A digest of every file a stored page is rendered from, computed once per process."""
+    digest = hashlib.blake2b(digest_size=8)
+    for root in RENDERED_FROM:
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc"):
+            digest.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
+
+_routes = APIRouter()
+
+
+def use_routes(routers: Iterable[APIRouter]) -> None:
+    """Name the app's routes for `url_for` (links to run pages and the rest): `app.main` wires
+    them at start-up, so this layer never imports the slices it links to."""
+    global _routes
     routes = APIRouter()
-    for r in (router, *ROUTERS):
+    for r in (router, *routers):
         routes.include_router(r)
-    return routes
+    _routes = routes
 
 
 def url_for(name: str, /, **params: Any) -> str:
     """Path-only links (`/runs/abc`): stored pages carry no host, and render without an app."""
-    return str(_routes().url_path_for(name, **params))
+    return str(_routes.url_path_for(name, **params))
 
 
 env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(default=True))
@@ -142,11 +153,7 @@ env.globals.update(
     url_for=url_for,
     static_url=static_url,
     plotly_js_url=plotly_js_url,
-    state_color=charts.state_color,
-    source_names=charts.SOURCE_NAMES,
-    mechanism_names=charts.MECHANISM_NAMES,
     sender_parts=SENDER_PARTS,
-    sender_part_names=charts.PART_NAMES,
     governor_kernel=GOVERNOR_KERNEL,
 )
 env.filters.update(json_script=json_script, num=fmt_num, us=fmt_us, time=fmt_time)
@@ -156,6 +163,67 @@ def absolute(request: Request, path: str) -> str:
     """A path as the absolute URL the client reached the server at: only for the answers to a
     POST (scripts follow the link they were given); stored and GET answers carry paths."""
     return str(request.base_url).rstrip("/") + path
+
+
+def json_response(data: Any, status_code: int = 200) -> Response:
+    """A JSON answer: bytes (stored or cached answers) as they are, a pydantic model or plain data
+    serialised once."""
+    if isinstance(data, bytes):
+        body = data
+    elif hasattr(data, "model_dump_json"):
+        body = data.model_dump_json().encode()
+    else:
+        body = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    return Response(body, status_code=status_code, media_type="application/json")
+
+
+def see_other(path: str) -> Response:
+    """The answer to a page's form post: go to `path` (303, so the browser GETs it)."""
+    return Response(status_code=303, headers={"Location": path})
+
+
+async def require_json(request: Request) -> None:
+    """Only `application/json` bodies are read: a form or `text/plain` post needs no preflight, so
+    another site's page could send one (declared on the JSON routes, checked before their body)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(f"send the body as application/json, not {content_type or 'nothing'!r}")
+
+
+@dataclass
+class Upload:
+    """A posted form's files (by name) and text fields, or a whole body as one file."""
+
+    files: dict[str, bytes]
+    fields: dict[str, str]
+
+    @property
+    def title(self) -> str:
+        return self.fields.get("title", "")
+
+    @property
+    def unlisted(self) -> bool:
+        return self.fields.get("unlisted") in ("1", "on", "true")
+
+
+MAX_UPLOAD_FILES = 4
+
+
+async def read_upload(request: Request, limit: int, *, filename: str | None = None) -> Upload:
+    """The files of a multipart form (and its text fields: `title`, `unlisted`...), or the whole
+    body as one file named by `filename` (a turbostat text, a wult zip/tar, a sysfs dump)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "multipart/form-data":
+        return Upload(files={filename or "upload": await request.body()}, fields={})
+    files: dict[str, bytes] = {}
+    fields: dict[str, str] = {}
+    async with request.form(max_files=MAX_UPLOAD_FILES, max_fields=8, max_part_size=limit) as form:
+        for key, value in form.multi_items():
+            if not isinstance(value, UploadFile):
+                fields[key] = value
+            elif value.filename:  # an empty file input sends a nameless empty part
+                files[value.filename] = await value.read()
+    return Upload(files=files, fields=fields)
 
 
 def render_html(name: str, context: dict[str, Any]) -> str:
@@ -169,26 +237,65 @@ def page(request: Request, name: str, context: dict[str, Any], status_code: int 
     return Response(html, status_code=status_code, media_type="text/html; charset=utf-8")
 
 
-# --- plotly.js, the vendored bundle, compressed once per process -------------------------------
+def error_page(request: Request, status_code: int, detail: Any) -> Response:
+    """`error.html` with the API error's fields: the renderer `app.core.errors` is given."""
+    return page(request, "error.html", {"status_code": status_code, "detail": detail}, status_code)
+
+
+# --- static files and plotly.js, from memory ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asset:
+    body: bytes
+    gzipped: bytes | None  # None where compressing does not pay (images, tiny files)
+    etag: str
+    media_type: str
+
+
+def _asset(path: Path) -> Asset:
+    body = path.read_bytes()
+    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    media_type = "text/javascript" if path.suffix in (".js", ".mjs") else media_type
+    textual = media_type.startswith("text/") or media_type in ("application/json", "image/svg+xml")
+    gzipped = gzip.compress(body, compresslevel=9, mtime=0) if textual and len(body) > 512 else None
+    return Asset(body, gzipped, f'"{hashlib.sha256(body).hexdigest()[:16]}"', media_type)
 
 
 @cache
-def _plotly_js_bytes() -> tuple[bytes, bytes, str]:
-    """The bundle, its gzip (compressed once per process) and its ETag."""
-    raw = PLOTLY_JS_PATH.read_bytes()
-    return raw, gzip.compress(raw, compresslevel=9, mtime=0), hashlib.sha256(raw).hexdigest()[:16]
+def assets() -> dict[str, Asset]:
+    """Every static file (the plotly bundle included), read and compressed once, at start-up: served
+    by async routes that take no thread and touch no disk or database."""
+    return {p.relative_to(STATIC_DIR).as_posix(): _asset(p) for p in STATIC_DIR.rglob("*") if p.is_file()}
+
+
+def _serve(request: Request, asset: Asset, cache_control: str | None = None) -> Response:
+    headers = {"ETag": asset.etag, "Vary": "Accept-Encoding"}
+    if cache_control:
+        headers["Cache-Control"] = cache_control
+    if asset.etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    body = asset.body
+    if asset.gzipped is not None and "gzip" in request.headers.get("accept-encoding", ""):
+        body, headers["Content-Encoding"] = asset.gzipped, "gzip"
+    if request.method == "HEAD":
+        headers["Content-Length"] = str(len(body))
+        return Response(status_code=200, headers=headers, media_type=asset.media_type)
+    return Response(body, media_type=asset.media_type, headers=headers)
 
 
 @router.api_route(plotly_js_url(), methods=["GET", "HEAD"], name="plotly_js")
-def plotly_js(request: Request) -> Response:
-    raw, gz, etag = _plotly_js_bytes()
-    headers = {"Cache-Control": CACHE_IMMUTABLE, "ETag": f'"{etag}"', "Vary": "Accept-Encoding"}
-    if request.headers.get("if-none-match") == f'"{etag}"':
-        return Response(status_code=304, headers=headers)
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        headers["Content-Encoding"] = "gzip"
-        return Response(gz, media_type="text/javascript", headers=headers)
-    return Response(raw, media_type="text/javascript", headers=headers)
+async def plotly_js(request: Request) -> Response:
+    return _serve(request, assets()[f"vendor/{PLOTLY_JS_NAME}"], CACHE_IMMUTABLE)
+
+
+@router.api_route("/static/{path:path}", methods=["GET", "HEAD"], name="static")
+async def static(request: Request, path: str) -> Response:
+    """A static file (cache headers by `Edge`: immutable for a versioned link, else `no-cache`)."""
+    asset = assets().get(path)
+    if asset is None:
+        raise NotFound(f"no static file {path!r}")
+    return _serve(request, asset)
 
 
 # --- middleware ------------------------------------------------------------------------------------
@@ -340,12 +447,13 @@ def install(
     routers: Iterable[APIRouter],
     body_limits: Mapping[str, int] | None = None,
 ) -> None:
-    """Mount the static files and the routers, and add `Edge` last (outermost)."""
-    from fastapi.staticfiles import StaticFiles
-
+    """Include the routers (the static files' among them, read into memory now), and add `Edge`
+    last (outermost)."""
+    assets()
+    routers = list(routers)
     for r in (router, *routers):
         app.include_router(r)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+    use_routes(routers)
     app.add_middleware(
         Edge,
         max_body_bytes=max_body_bytes,

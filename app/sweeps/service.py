@@ -1,5 +1,6 @@
 """Sweeps: a base config and axes in, validated points out (`expand`), submitted as runs through
-the job runner (`submit`); `sweep_view` is the one loader of `/sweeps/{id}` and its JSON twin."""
+the run lifecycle (`submit`, `cancel`); `sweep_view` is the one loader of `/sweeps/{id}` and its
+JSON twin."""
 
 from __future__ import annotations
 
@@ -8,20 +9,21 @@ import csv
 import io
 import itertools
 import math
-import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from app.errors import InvalidInput, NotFound
-from app.jobs import JobRunner, RunSpec
-from app.models import RESULT_SUMMARY_COLUMNS, Run, Sweep, utcnow
-from app.runs import store as run_store
-from app.runs.views import resolve_config, run_path
+from app.core import dotted
+from app.core.errors import InvalidInput, NotFound
+from app.core.models import RESULT_SUMMARY_COLUMNS, RUN_STATUSES, Run, Sweep, utcnow
+from app.core.tokens import new_id, new_token
+from app.runs import lifecycle
+from app.runs.lifecycle import RunSpec, Submitter
+from app.runs.service import resolve_config, run_path
 from app.sweeps import store
 from engine import SimConfig
 
@@ -67,34 +69,12 @@ def _loc(*parts: str | int) -> list[str | int]:
     return ["body", *parts]
 
 
-def _names_a_field(full: Any, path: str) -> bool:
-    node = full
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
-
-
 def _set(data: dict[str, Any], full: Mapping[str, Any], path: str, value: Any) -> None:
     """Set `path` in the config as given; a level it leaves out is copied from the full config."""
     if path == PLATFORM_PATH:
         # Another platform: the base's resolved table (a custom platform's) must not come along.
         data.pop("platform_table", None)
-    parts = path.split(".")
-    node: Any = data
-    full_node: Any = full
-    for part in parts[:-1]:
-        key: Any = int(part) if isinstance(node, list) else part
-        full_node = full_node[key]
-        if isinstance(node, dict) and part not in node:
-            node[part] = copy.deepcopy(full_node)
-        node = node[key]
-    last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
-    node[last] = value
+    dotted.put(data, path, value, fill=dotted.from_full(full))
 
 
 def _message(exc: InvalidInput) -> str:
@@ -121,7 +101,7 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
                     "type": "value_error",
                 }
             )
-        elif axis.path == "platform_table" or not _names_a_field(full, axis.path):
+        elif axis.path == "platform_table" or not dotted.has(full, axis.path):
             errors.append(
                 {
                     "loc": _loc("axes", n, "path"),
@@ -161,24 +141,17 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
     return base, points
 
 
-def parse(data: Any) -> SweepCreate:
-    try:
-        return SweepCreate.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors()]) from None
-
-
 def _point_title(title: str, values: Mapping[str, Any]) -> str:
     text = ", ".join(f"{p}={v}" for p, v in values.items())
     return (f"{title}: {text}" if title else text)[:200]
 
 
-def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, Any]:
+def submit(session: Session, submitter: Submitter, body: SweepCreate) -> dict[str, Any]:
     """Validate and store a sweep with its points (one transaction); its id, delete token, points."""
     base, points = expand(session, body)
-    session.commit()  # ends the read: the runner writes in its own transaction
-    token = secrets.token_urlsafe(24)
-    sweep_id = run_store.new_run_id()
+    session.commit()  # ends the read: the submission writes in its own transaction
+    token, token_hash = new_token()
+    sweep_id = new_id()
 
     def add_sweep(s: Session) -> None:
         s.add(
@@ -186,7 +159,7 @@ def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, 
                 id=sweep_id,
                 title=body.title,
                 unlisted=body.unlisted,
-                delete_token_hash=run_store.hash_token(token),
+                delete_token_hash=token_hash,
                 base=orjson.dumps(base).decode(),
                 axes=orjson.dumps([a.model_dump() for a in body.axes]).decode(),
                 n_points=len(points),
@@ -200,8 +173,14 @@ def submit(session: Session, runner: JobRunner, body: SweepCreate) -> dict[str, 
         RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index)
         for p in points
     ]
-    runner.submit_many(specs, before=add_sweep)
+    submitter(specs, before=add_sweep)
     return {"id": sweep_id, "delete_token": token, "points": len(points)}
+
+
+def cancel(session: Session, sweep_id: str) -> int:
+    """Cancel a sweep: its queued points fail (running ones finish); how many."""
+    store.mark_cancelled(session, sweep_id)
+    return lifecycle.cancel_sweep(session, sweep_id)
 
 
 def _status(counts: Mapping[str, int], n_points: int, cancelled: bool) -> str:
@@ -223,7 +202,7 @@ def summary(sweep: Sweep, counts: Mapping[str, int]) -> dict[str, Any]:
         "status": _status(counts, sweep.n_points, sweep.cancelled),
         "progress": finished / sweep.n_points if sweep.n_points else 1.0,
         "n_points": sweep.n_points,
-        "counts": {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")},
+        "counts": {s: counts.get(s, 0) for s in RUN_STATUSES},
         "created_at": sweep.created_at.isoformat(),
     }
 
@@ -305,7 +284,3 @@ def example_sweep() -> SweepCreate:
             Axis(path="wakeups.interrupts.rate_hz", values=[100, 300, 1000, 3000, 10000, 20000]),
         ],
     )
-
-
-def preview_count(axes: Sequence[Mapping[str, Any]]) -> int:
-    return math.prod(len(a.get("values", [])) for a in axes)

@@ -9,7 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The app runs from its checkout: templates/, static/ and migrations/ sit at the top level.
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _default_workers() -> int:
@@ -30,6 +30,12 @@ class Settings(BaseSettings):
         ge=0,
         le=256,
         description="Dask worker processes of the local cluster (0: runs stay queued; useful for tests).",
+    )
+    threads: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="Threads for request handlers (anyio's limiter); the database pool is sized to them.",
     )
     dask_scheduler: str = Field(
         default="",

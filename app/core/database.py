@@ -60,7 +60,7 @@ def alembic_config(url: str | None = None) -> Any:
     """Alembic's Config built in code from the repo root, so migrations run from any directory."""
     from alembic.config import Config
 
-    from app.config import REPO_ROOT
+    from app.core.settings import REPO_ROOT
 
     cfg = Config(toml_file=str(REPO_ROOT / "pyproject.toml"))
     cfg.set_main_option("script_location", str(REPO_ROOT / "migrations"))

@@ -1,0 +1,143 @@
+"""One error shape everywhere: `{"detail": ...}` with a 4xx code; 422 names the field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import orjson
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engine.config import field_error
+
+
+class AppError(Exception):
+    """An error a user caused; `detail` is what they are told."""
+
+    status_code = 400
+
+    def __init__(self, detail: Any) -> None:
+        super().__init__(detail if isinstance(detail, str) else repr(detail))
+        self.detail = detail
+
+
+class NotFound(AppError):
+    status_code = 404
+
+
+class Forbidden(AppError):
+    status_code = 403
+
+
+class Conflict(AppError):
+    status_code = 409
+
+
+class UnsupportedMediaType(AppError):
+    status_code = 415
+
+
+# What routes document besides their success: every status a route can answer.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    403: {"description": 'Cross-site request, or a wrong delete token: `{"detail": "..."}`'},
+    404: {"description": 'Unknown id: `{"detail": "..."}`'},
+    413: {"description": 'Request body over the limit: `{"detail": "..."}`'},
+    415: {"description": 'Body not sent as application/json: `{"detail": "..."}`'},
+    422: {"description": 'Invalid input: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`'},
+    503: {
+        "description": "Database unavailable (locked, disk full) or every connection busy; retry after "
+        '`Retry-After`: `{"detail": "..."}`'
+    },
+}
+
+
+class InvalidInput(AppError):
+    """422 with a list of `{"loc", "msg", "type"}` items, each naming the field."""
+
+    status_code = 422
+
+    def __init__(self, errors: Sequence[dict[str, Any]]) -> None:
+        super().__init__([normalize_error(e) for e in errors])
+
+    @classmethod
+    def one(cls, loc: Sequence[str | int], msg: str, type_: str = "value_error") -> InvalidInput:
+        return cls([{"loc": list(loc), "msg": msg, "type": type_}])
+
+
+def normalize_error(err: dict[str, Any]) -> dict[str, Any]:
+    """Keep only loc/msg/type; move a `field.path: reason` message's path into `loc` (the engine's
+    rule, applied to errors FastAPI raised itself); malformed JSON is the body's error."""
+    loc: list[Any] = list(err.get("loc", []))
+    msg, type_ = str(err.get("msg", "")), str(err.get("type", "value_error"))
+    if type_ == "json_invalid":
+        return {"loc": loc[:1], "msg": f"invalid JSON: {err.get('ctx', {}).get('error', msg)}", "type": type_}
+    if msg.startswith("Value error, "):
+        return field_error(loc, msg, type_)
+    return {"loc": loc, "msg": msg, "type": type_}
+
+
+def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        orjson.dumps({"detail": detail}),
+        status_code=status_code,
+        media_type="application/json",
+        headers=headers,
+    )
+
+
+class ErrorPage(Protocol):
+    """Renders an error as a page (`app.core.web.error_page`, wired by `app.main`)."""
+
+    def __call__(self, request: Request, status_code: int, detail: Any) -> Response: ...
+
+
+def _wants_html(request: Request) -> bool:
+    if request.url.path.startswith(("/api", "/static")):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def install(app: Any, page: ErrorPage) -> None:
+    """Register the handlers that give every error the `{"detail": ...}` shape: JSON for the API,
+    and for a browser asking for a page, `page` with the same fields."""
+
+    def render(
+        request: Request, status_code: int, detail: Any, headers: dict[str, str] | None = None
+    ) -> Response:
+        if not _wants_html(request):
+            return error_response(status_code, detail, headers)
+        response = page(request, status_code, detail)
+        response.headers.update(headers or {})
+        return response
+
+    async def app_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, AppError)
+        return render(request, exc.status_code, exc.detail)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        return render(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
+
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return render(request, 422, [normalize_error(dict(e)) for e in exc.errors()])
+
+    async def database_error(request: Request, exc: Exception) -> Response:
+        """The database refused (locked, disk full, gone): a 503 the client may retry, with the reason."""
+        reason = " ".join(str(getattr(exc, "orig", exc)).split())
+        return render(request, 503, f"database unavailable: {reason}", {"Retry-After": "1"})
+
+    async def pool_timeout(request: Request, exc: Exception) -> Response:
+        """Every pooled connection stayed busy for the pool's time-out: a 503 to retry, not a 500."""
+        return render(request, 503, "server busy: no database connection free; retry", {"Retry-After": "1"})
+
+    app.add_exception_handler(AppError, app_error)
+    app.add_exception_handler(OperationalError, database_error)
+    app.add_exception_handler(PoolTimeout, pool_timeout)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)

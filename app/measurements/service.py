@@ -1,0 +1,446 @@
+"""Measurements from real machines: loaders shared by the measurement page and its JSON twin,
+importing a measurement, and what a measurement leads to (the run that reproduces it, a platform
+calibrated on it).
+
+An upload is one turbostat output, or a wult raw result (one zip/tar of its directory, or its
+`datapoints.csv` and `info.yml`). It is parsed whole before anything is stored: a bad file is an
+`InvalidInput` (422) naming the file, line and column. What is stored is the files as uploaded
+(zipped, so the measurement can be parsed again) and the view built from them once.
+
+"Simulate this": the config follows what the measurement says, as far as it says it: the platform
+(one given, or an imported one, or a built-in one, that has every requested state), the requested
+C-states (one: the `fixed` governor asks for it; several: the others are disabled), and wult's
+launch distance as the period of a timer on every CPU. What it cannot say (the delivery method, the
+spread of LDist) goes into the run's title and the answer's notes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+from sqlalchemy.orm import Session
+
+from app.core.errors import InvalidInput, NotFound
+from app.measurements import store
+from app.measurements.errors import FileError
+from app.measurements.turbostat import KEY_COLUMNS, TurbostatResult, parse_turbostat
+from app.measurements.wult import DATAPOINTS, INFO, WultError, WultMeasurement
+from app.measurements.wult_files import basename, parse_wult_files
+from app.platforms import service as platforms
+from app.platforms import store as platform_store
+from engine import BUILTIN_PLATFORMS, Platform
+from engine.calibrate import MIN_SAMPLES, P9999_SAMPLES, apply_fit, fit_exit_latency
+from engine.platforms import Param
+from engine.summary import latency_stats
+
+# The paths that take a measurement as their body (their own body limit, as the dump imports).
+IMPORT_PATHS = ("/api/measurements", "/measurements")
+METRICS = ("WakeLatency", "IntrLatency")
+# turbostat columns shown per CPU on the page.
+PER_CPU_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6")
+# The magic bytes of the archives a wult result may come in: zip, gzip, bzip2, xz, and a plain tar.
+_ARCHIVE_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ")
+_MAX_FILES = 2
+
+
+def measurement_path(measurement_id: str) -> str:
+    return f"/measurements/{measurement_id}"
+
+
+def measurement_error(err: FileError) -> InvalidInput:
+    """A 422 whose `loc` names the file, line and column (`["body", file, "line", n, "column", m]`)."""
+    loc: list[str | int] = ["body", err.file]
+    if err.line is not None:
+        loc += ["line", err.line]
+    if err.column is not None:
+        loc += ["column", err.column]
+    return InvalidInput.one(loc, str(err), "measurement_invalid")
+
+
+def _is_archive(data: bytes) -> bool:
+    return data.startswith(_ARCHIVE_MAGIC) or data[257:262] == b"ustar"
+
+
+def parse_upload(files: Mapping[str, bytes]) -> WultMeasurement | TurbostatResult:
+    """A wult result or a turbostat output from the uploaded files (by name)."""
+    if not files:
+        raise InvalidInput.one(["body"], "no file: send a wult result or a turbostat output", "missing")
+    if len(files) > _MAX_FILES:
+        raise InvalidInput.one(
+            ["body"], f"{len(files)} files: send one archive or turbostat output, or wult's two files"
+        )
+    names = {basename(n) for n in files}
+    ((first_name, first),) = list(files.items())[:1]
+    try:
+        if names & {DATAPOINTS, INFO} or (len(files) == 1 and _is_archive(first)):
+            return parse_wult_files(files)
+        if len(files) > 1:
+            raise InvalidInput.one(
+                ["body"], f"files {sorted(names)}: a wult result is datapoints.csv and info.yml"
+            )
+        if first[:200].lstrip().startswith(b"WakeLatency") or b",ReqCState" in first[:1000]:
+            raise WultError(first_name, None, None, "a wult datapoints.csv without its info.yml")
+        return parse_turbostat(first, first_name)
+    except FileError as err:
+        raise measurement_error(err) from None
+
+
+def pack_files(files: Mapping[str, bytes]) -> bytes:
+    """The uploaded files as one deflated zip, by base name."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        for name, data in files.items():
+            zf.writestr(basename(name) or "upload", data)
+    return out.getvalue()
+
+
+def unpack_files(blob: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        return {i.filename: zf.read(i) for i in zf.infolist()}
+
+
+# --- the stored view ----------------------------------------------------------------------------
+
+
+def _stats(samples: np.ndarray | None) -> dict[str, Any] | None:
+    if samples is None:
+        return None
+    return latency_stats(np.rint(samples).astype(np.int64)).model_dump()
+
+
+def wult_view(m: WultMeasurement) -> dict[str, Any]:
+    """Distributions per requested C-state (as wult shows them), over all rows, and the conditions."""
+    requested = []
+    for c in m.classes:
+        if c.reached != "any":
+            continue
+        mask = m.mask(c.req_cstate)
+        requested.append(
+            {
+                "req_cstate": c.req_cstate,
+                "count": c.count,
+                "intr_off": c.intr_off,
+                "enough_for_p9999": c.enough_for_p9999,
+                "stats": {k: _stats(_masked(_metric(m, k), mask)) for k in METRICS},
+                "residency": {col: round(float(v[mask].mean()), 4) for col, v in m.residency_pct.items()},
+            }
+        )
+    conditions = asdict(m.conditions())
+    return {
+        "kind": "wult",
+        "info": {**asdict(m.info), "delivery": m.info.delivery},
+        "count": m.count,
+        "columns": list(m.columns),
+        "classes": [asdict(c) for c in m.classes],
+        "requested": requested,
+        "overall": {k: _stats(_metric(m, k)) for k in METRICS},
+        "residency": {col: round(float(v.mean()), 4) for col, v in m.residency_pct.items()},
+        "conditions": conditions,
+        "notes": list(m.notes),
+    }
+
+
+def _metric(m: WultMeasurement, metric: str) -> np.ndarray | None:
+    return m.wake_latency_ns if metric == "WakeLatency" else m.intr_latency_ns
+
+
+def _masked(samples: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
+    return None if samples is None else samples[mask]
+
+
+def turbostat_view(t: TurbostatResult) -> dict[str, Any]:
+    """Summary means of every column, the key residency columns, per-CPU means of a few."""
+    columns = [c for c in t.columns() if c not in ("Package", "Die", "Node", "Core", "CPU")]
+    summary = {c: t.summary_mean(c) for c in columns}
+    return {
+        "kind": "turbostat",
+        "version": t.version,
+        "interval_s": t.interval_s,
+        "intervals": len(t.intervals),
+        "cpus": len({r.cpu for iv in t.intervals for r in iv.cpus if r.cpu is not None}),
+        "columns": columns,
+        "summary": {c: v for c, v in summary.items() if v is not None},
+        "residency": {c: v for c, v in t.residency().items() if v is not None},
+        "per_cpu": {c: t.cpu_means(c) for c in PER_CPU_COLUMNS if c in columns},
+        "cpuidle_states": [list(s) for s in t.cpuidle_states],
+        "pkg_cstate_limit": t.pkg_cstate_limit,
+        "c1e_promotion": t.c1e_promotion,
+        "key_columns": list(KEY_COLUMNS),
+    }
+
+
+def build_view(parsed: WultMeasurement | TurbostatResult) -> dict[str, Any]:
+    return wult_view(parsed) if isinstance(parsed, WultMeasurement) else turbostat_view(parsed)
+
+
+def default_title(parsed: WultMeasurement | TurbostatResult, files: Mapping[str, bytes]) -> str:
+    if isinstance(parsed, WultMeasurement):
+        req = ", ".join(parsed.req_names)
+        report = f" {parsed.info.reportid}" if parsed.info.reportid else ""
+        return f"wult{report} ({req}; delivery {parsed.info.delivery})"
+    return f"turbostat {basename(next(iter(files)))}"
+
+
+# --- create, read ------------------------------------------------------------------------------
+
+
+@dataclass
+class MeasurementView:
+    """A measurement as pages and the API show it."""
+
+    id: str
+    title: str
+    kind: str
+    unlisted: bool
+    created_at: Any
+    view: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return measurement_path(self.id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "title": self.title,
+            "kind": self.kind,
+            "unlisted": self.unlisted,
+            "created_at": self.created_at,
+            **self.view,
+        }
+
+
+def create_measurement(
+    session: Session, files: Mapping[str, bytes], *, title: str = "", unlisted: bool = False
+) -> tuple[MeasurementView, str]:
+    """Parse and store a measurement; (its view, its delete token). Nothing is stored on an error."""
+    if len(title) > 200:
+        raise InvalidInput.one(["body", "title"], "at most 200 characters", "too_long")
+    parsed = parse_upload(files)
+    view = build_view(parsed)
+    new = store.create_measurement(
+        session,
+        kind=view["kind"],
+        view=orjson.dumps(view, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS),
+        files=pack_files(files),
+        title=title or default_title(parsed, files)[:200],
+        unlisted=unlisted,
+    )
+    return _read(new.measurement), new.delete_token
+
+
+def _read(row: Any) -> MeasurementView:
+    return MeasurementView(
+        id=row.id,
+        title=row.title,
+        kind=row.kind,
+        unlisted=row.unlisted,
+        created_at=row.created_at,
+        view=orjson.loads(row.view),
+    )
+
+
+def load_measurement_view(session: Session, measurement_id: str) -> MeasurementView:
+    row = store.get_measurement(session, measurement_id)
+    if row is None:
+        raise NotFound(f"measurement {measurement_id!r} not found")
+    return _read(row)
+
+
+def load_parsed(session: Session, measurement_id: str) -> WultMeasurement | TurbostatResult:
+    """The measurement parsed again from its stored files (to calibrate or to rebuild its view)."""
+    row = store.get_measurement(session, measurement_id)
+    if row is None:
+        raise NotFound(f"measurement {measurement_id!r} not found")
+    return parse_upload(unpack_files(row.files))
+
+
+# --- what a measurement leads to -----------------------------------------------------------
+
+# Built-in platforms in the order they are tried when nothing else names one.
+_BUILTIN_ORDER = ("skx", "icx", "wsm")
+# A simulation of a wult run: ~1000 wake-ups per CPU at its launch distance, within 50..500 ms.
+_WAKEUPS_PER_CPU = 1000
+_MIN_MS, _MAX_MS = 50.0, 500.0
+_CORES = 4
+_REACHED = re.compile(r"(CC|MC|PC)(\d+)")
+
+
+def _requested(view: dict[str, Any]) -> list[str]:
+    if view["kind"] == "wult":
+        return [r["req_cstate"] for r in view["requested"]]
+    return [name for name, _desc in view.get("cpuidle_states", [])]
+
+
+def choose_platform(session: Session, wanted: list[str], given: str | None = None) -> tuple[str, str]:
+    """(platform name, why): `given`, else the newest imported platform with every wanted state,
+    else the first built-in one with them all, else skx."""
+    if given:
+        platforms.platform_view(session, given)  # NotFound for an unknown name
+        return given, f"platform {given!r} as asked"
+    names = set(wanted)
+    imported = [p for p in platforms.platforms_view(session).platforms if p.custom and p.machine is not None]
+    for p in sorted(imported, key=lambda p: p.created_at or 0, reverse=True):
+        if names <= {s.name for s in p.table.states}:
+            return p.name, f"imported platform {p.name!r} has every requested state"
+    for name in _BUILTIN_ORDER:
+        if name in BUILTIN_PLATFORMS and names <= {s.name for s in BUILTIN_PLATFORMS[name].states}:
+            return name, f"built-in {name!r} has every requested state ({', '.join(wanted) or 'none named'})"
+    return "skx", "no platform has every requested state: skx, with the states it lacks left out"
+
+
+def simulation_config(
+    session: Session, measurement_id: str, *, platform: str | None = None
+) -> tuple[dict[str, Any], str, list[str]]:
+    """(config, run title, notes) of the run that reproduces a measurement's conditions."""
+    m = load_measurement_view(session, measurement_id)
+    view = m.view
+    wanted = _requested(view)
+    name, why = choose_platform(session, wanted, platform)
+    table = platforms.platform_view(session, name).table
+    states = [s.name for s in table.states]
+    notes = [why]
+    config: dict[str, Any] = {"platform": name, "seed": 1}
+    title = f"Simulating {m.title}"[:200]
+    if view["kind"] == "wult":
+        requested = [s for s in wanted if s in states]
+        lost = [s for s in wanted if s not in states]
+        if lost:
+            notes.append(f"requested states not in {name!r}, left out: {', '.join(lost)}")
+        deep = [s for s in requested if s != "POLL"]
+        if len(requested) == 1 and deep:
+            config["governor"] = {"name": "fixed", "fixed_state": deep[0]}
+            notes.append(f"the fixed governor asks for {deep[0]}, as wult's only requested state")
+        elif requested:
+            config["states"] = {"disabled": [s for s in states if s not in requested]}
+            notes.append(f"only the requested states stay enabled: {', '.join(requested)}")
+        cond = view["conditions"]
+        wakeups: dict[str, Any] = {
+            "interrupts": {"rate_hz": 0.0},
+            "ipis": {"rate_hz": 0.0},
+            "sched_wakeups": {"rate_hz": 0.0},
+        }
+        if cond.get("ldist_us"):
+            lo, mid, hi = cond["ldist_us"]
+            period = max(float(mid), 1.0)
+            wakeups["timers"] = [{"period_us": period, "work_us": 0.0}]
+            config["duration_ms"] = min(_MAX_MS, max(_MIN_MS, period * _WAKEUPS_PER_CPU / 1000.0))
+            notes.append(
+                f"a timer every {period:g} us on every CPU (LDist median; wult's ranged {lo:g}..{hi:g} us)"
+            )
+        else:
+            notes.append("no LDist column: the default timers")
+        config["wakeups"] = wakeups
+        # wult measures one CPU of an otherwise idle machine: a few idle cores around it keep the
+        # package free to reach its deep states, as there, at a fraction of the whole machine's cost.
+        config["topology"] = {"sockets": 1, "cores_per_socket": _CORES, "threads_per_core": 1}
+        notes.append(f"one socket of {_CORES} cores, all running the same timer (wult measures one CPU)")
+        delivery = view["info"].get("delivery", "unknown")
+        notes.append(
+            f"delivery {delivery!r} ({view['info'].get('devid') or 'no devid'}): the model's wake-up is a "
+            "timer interrupt; a NIC's adds its PCIe path, which the model does not have"
+        )
+        title = f"Simulating {m.title} (delivery {delivery})"[:200]
+    else:
+        notes.append("turbostat says no load: the default mixed load on that table")
+    return config, title, notes
+
+
+# --- calibration -------------------------------------------------------------------------------
+
+
+def _depth(reached: str) -> tuple[int, int, int]:
+    found = {k: int(v) for k, v in _REACHED.findall(reached)}
+    return found.get("CC", 0), found.get("MC", 0), found.get("PC", 0)
+
+
+def calibrate(
+    session: Session, measurement_id: str, *, platform: str | None = None, name: str | None = None
+) -> tuple[Platform, list[dict[str, Any]]]:
+    """A custom platform whose states wult measured enough of carry a measured exit distribution:
+    median (and, with >= 10^5 samples, the hardware's 99.99th percentile `hw_exit_latency_us`),
+    labelled `measured` with the measurement's id. The table figures the governor sees stay the
+    kernel's. Per state, the deepest hardware state its datapoints reached with enough samples
+    is fitted (wult classes rows by their own CC/PC counters). Returns (table, per-state fits)."""
+    parsed = load_parsed(session, measurement_id)
+    if not isinstance(parsed, WultMeasurement):
+        assert isinstance(parsed, TurbostatResult)
+        raise InvalidInput.one(
+            ["path", "measurement_id"], "only a wult measurement has exit latencies to fit", "value_error"
+        )
+    view = load_measurement_view(session, measurement_id).view
+    base_name, _ = choose_platform(session, list(parsed.req_names), platform)
+    base_view = platforms.platform_view(session, base_name)
+    base = base_view.table
+    source = f"wult measurement {measurement_id}"
+    fits: list[dict[str, Any]] = []
+    states = list(base.states)
+    for i, state in enumerate(states):
+        if state.is_poll or state.name not in parsed.req_names:
+            continue
+        classes = [c for c in parsed.classes if c.req_cstate == state.name and c.reached != "any"]
+        enough = [c for c in classes if c.count >= MIN_SAMPLES]
+        if not enough:
+            total = sum(c.count for c in classes)
+            reason = f"{total} samples, {MIN_SAMPLES} needed"
+            fits.append({"state": state.name, "fitted": False, "reason": reason})
+            continue
+        cls = max(enough, key=lambda c: _depth(c.reached))
+        reached = None if cls.reached == "unknown" else cls.reached
+        samples, what = parsed.exit_latency_ns(state.name, reached)
+        samples = samples[samples > 0]
+        try:
+            fit = fit_exit_latency(samples)
+            fitted = apply_fit(state, fit, f"{source}, class {cls.reached}")
+        except ValueError as err:
+            fits.append({"state": state.name, "fitted": False, "reason": str(err)})
+            continue
+        if fit.count >= P9999_SAMPLES:
+            label = f"{source}, class {cls.reached}: 99.99th percentile of {fit.count:,} samples"
+            worst = Param(value=round(fit.p9999_us, 3), kind="measured", source=label)
+            fitted = fitted.model_copy(update={"hw_exit_latency_us": worst})
+        states[i] = fitted
+        fits.append(
+            {
+                "state": state.name,
+                "fitted": True,
+                "reached": cls.reached,
+                "samples": what,
+                **fit.model_dump(),
+                "hw_exit_latency_us": fitted.hw_exit_latency_us.value if fitted.hw_exit_latency_us else None,
+            }
+        )
+    if not any(f["fitted"] for f in fits):
+        reasons = "; ".join(f"{f['state']}: {f['reason']}" for f in fits) or "no requested state in the table"
+        raise InvalidInput.one(["path", "measurement_id"], f"nothing to calibrate ({reasons})", "value_error")
+    default = re.sub(r"[^a-z0-9_\-]", "-", f"{base_name}-cal-{measurement_id.lower()}")
+    name = name or platforms.unique_name(session, default)
+    if platforms.taken(session, name):
+        raise InvalidInput.one(["body", "name"], f"platform {name!r} already exists", "value_error")
+    fitted_names = ", ".join(f["state"] for f in fits if f["fitted"])
+    delivery = view["info"].get("delivery", "unknown")
+    table = Platform.model_validate(
+        {
+            **base.model_dump(),
+            "name": name,
+            "title": f"{base.title}, exit latencies of {fitted_names} measured by wult"[:200],
+            "states": [s.model_dump() for s in states],
+            "notes": [
+                *base.notes,
+                f"Exit-latency distributions of {fitted_names} fitted to {source} (delivery {delivery}); "
+                "the table figures the governor sees are the kernel's.",
+            ],
+        }
+    )
+    platform_store.create_platform(
+        session, table, based_on=base_name if base_name in BUILTIN_PLATFORMS else (base_view.based_on or "")
+    )
+    return table, fits

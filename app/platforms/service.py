@@ -1,0 +1,323 @@
+"""Platforms: the built-in C-state tables (with provenance), users' custom ones, and tables imported
+from real machines. Loaders shared by the platform pages and their JSON twins; creating a custom
+table; resolving a run's platform id to its table.
+
+Importing a machine: a sysfs dump becomes a stored custom platform, with what was recognised, its
+topology and its counter snapshot kept beside the table (`CustomPlatform.machine`). One function
+stores (`import_dump`) and one builds the config that simulates the machine's table
+(`simulation_config`); the API, the page form and `idlelab platforms import` all call them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
+
+from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.web import url_for
+from app.platforms import store
+from app.platforms.machine import CounterSummary, TableMatch, build_platform, counter_summary, match_builtin
+from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
+from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
+from engine.config import config_errors, table_errors
+
+# The cost model's parameters as the platform page and the new-run form label them.
+COST_LABELS: dict[str, tuple[str, str]] = {
+    "tsc_mhz": ("TSC frequency", "MHz"),
+    "line_same_socket_ns": ("Cache-line transfer, same socket", "ns"),
+    "line_other_socket_ns": ("Cache-line transfer, other socket", "ns"),
+    "call_setup_cycles": ("smp_call_function_single setup", "cycles"),
+    "apic_send_same_socket_cycles": ("APIC IPI send, same socket", "cycles"),
+    "apic_send_other_socket_cycles": ("APIC IPI send, other socket", "cycles"),
+    "ipi_delivery_ns": ("IPI delivery to the target", "ns"),
+    "irq_entry_ns": ("Interrupt entry to the handler", "ns"),
+    "exit_housekeeping_ns": ("cpuidle exit housekeeping (h)", "ns"),
+    "entry_housekeeping_ns": ("Idle entry and governor select", "ns"),
+    "irq_direct_saving_ns": ("IRQ_ENABLE direct-interrupt saving", "ns"),
+    "sched_switch_ns": ("Idle exit and switch to the woken task", "ns"),
+    "spec_ctrl_write_ns": ("SPEC_CTRL write around MWAIT (IBRS states, SMT on)", "ns"),
+}
+
+
+class PlatformCreate(BaseModel):
+    """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model.
+
+    POLL is added as state 0 when `states` does not start with it. Exit latencies and target
+    residencies must not decrease.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=48,
+            pattern=r"^[a-z0-9][a-z0-9_\-]*$",
+            description="The custom platform's id (lower case, digits, - and _); runs name it in `platform`.",
+        ),
+    ]
+    title: Annotated[str, Field(max_length=200)] = ""
+    based_on: str = Field(
+        default="skx", description="Built-in platform whose topology, costs and power it uses."
+    )
+    states: Annotated[list[CState], Field(min_length=1, max_length=32)]
+
+
+class PlatformRead(BaseModel):
+    name: str
+    title: str
+    custom: bool
+    based_on: str | None
+    created_at: datetime | None
+    table: Platform
+    machine: dict[str, Any] | None = Field(
+        default=None,
+        description="For a platform imported from a sysfs dump: what was recognised (equal to, variant "
+        "of or closest built-in), the topology (and whether inferred), the measured counter snapshot.",
+    )
+
+
+class PlatformList(BaseModel):
+    platforms: list[PlatformRead]
+
+
+def _builtin_read(p: Platform) -> PlatformRead:
+    return PlatformRead(name=p.name, title=p.title, custom=False, based_on=None, created_at=None, table=p)
+
+
+def _custom_read(row: Any) -> PlatformRead:
+    table = Platform.model_validate_json(row.table)
+    return PlatformRead(
+        name=row.name,
+        title=row.title or table.title,
+        custom=True,
+        based_on=row.based_on,
+        created_at=row.created_at,
+        table=table,
+        machine=orjson.loads(row.machine) if row.machine else None,
+    )
+
+
+def platforms_view(session: Session) -> PlatformList:
+    """Built-in tables (by name), then custom ones."""
+    builtin = [_builtin_read(BUILTIN_PLATFORMS[n]) for n in sorted(BUILTIN_PLATFORMS)]
+    return PlatformList(platforms=builtin + [_custom_read(r) for r in store.list_platforms(session)])
+
+
+def platform_view(session: Session, name: str) -> PlatformRead:
+    if name in BUILTIN_PLATFORMS:
+        return _builtin_read(BUILTIN_PLATFORMS[name])
+    row = store.get_platform(session, name)
+    if row is None:
+        raise NotFound(f"platform {name!r} not found")
+    return _custom_read(row)
+
+
+def _as_given(error: dict[str, Any], poll_added: bool) -> dict[str, Any]:
+    """An error under `body`, a state's index counted as the user gave them (without POLL)."""
+    loc = list(error["loc"])
+    if poll_added and len(loc) >= 2 and loc[0] == "states" and isinstance(loc[1], int) and loc[1] > 0:
+        loc[1] -= 1
+    return {**error, "loc": ["body", *loc]}
+
+
+def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
+    """Store a custom table. 422 names the field (indices count the states as the user gave them);
+    409 if the name is taken."""
+    if body.based_on not in BUILTIN_PLATFORMS:
+        raise InvalidInput.one(
+            ["body", "based_on"],
+            f"unknown platform {body.based_on!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}",
+        )
+    if taken(session, body.name):
+        raise Conflict(f"platform {body.name!r} already exists; choose another name")
+    poll_added = body.states[0].name != "POLL"
+    try:
+        table = custom_platform(
+            body.name, body.states, based_on=load_platform(body.based_on), title=body.title
+        )
+        errors = table_errors(table, [])
+    except ValidationError as exc:
+        errors = config_errors(exc)  # type: ignore[assignment]
+    if errors:
+        raise InvalidInput([_as_given(e, poll_added) for e in errors])
+    row = store.create_platform(session, table, based_on=body.based_on, states=body.states)
+    return _custom_read(row)
+
+
+def resolve_table(session: Session, name: Any, inline: Any, loc: Sequence[str | int]) -> Platform | None:
+    """A custom platform's stored table for a run that names it (None when the platform is built
+    in, or its table is given inline); `InvalidInput` at `loc` for a name that is neither."""
+    if not isinstance(name, str) or name in BUILTIN_PLATFORMS or inline is not None:
+        return None
+    row = store.get_platform(session, name)
+    if row is None:
+        custom = [p.name for p in store.list_platforms(session)]
+        raise InvalidInput.one(
+            list(loc),
+            f"unknown platform {name!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}; "
+            + (f"custom tables are {', '.join(custom)}" if custom else "there are no custom tables"),
+        )
+    return Platform.model_validate_json(row.table)
+
+
+# The paths that take a dump as their body (their own body limit: `Settings.import_max_body_bytes`).
+IMPORT_PATHS = ("/api/platforms/import", "/platforms/import")
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,47}$")
+# A machine's own simulation: the default mixed load on its table and topology for one simulated
+# second (a 96-CPU machine simulates in about 0.01 s of wall time).
+SIMULATED_MS = 1000.0
+
+
+class MachineView(BaseModel):
+    """What an imported dump said, kept with its custom platform."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recognised: TableMatch
+    borrowed_from: str = ""  # the built-in platform costs and power come from, labelled `estimate`
+    topology: Topology
+    driver: str | None = None
+    governor: str | None = None
+    model_name: str | None = None
+    kernel: str | None = None
+    collected_at: str | None = None
+    disabled_states: list[str] = []  # engine state names the user disabled on every CPU
+    counters: CounterSummary
+    notes: list[str] = []
+
+
+def dump_error(err: DumpError) -> InvalidInput:
+    """A 422 naming the dump's line (`loc`: body, line, N) and the reason."""
+    loc: list[str | int] = ["body"] + (["line", err.line] if err.line is not None else [])
+    return InvalidInput.one(loc, str(err), "dump_invalid")
+
+
+def derive_name(dump: SysfsDump) -> str:
+    """A platform id from the CPU model name:
+    "Intel(R) Xeon(R) Gold 6254 CPU @ 3.10GHz" -> "xeon-gold-6254"."""
+    text = (dump.model_name or "").lower()
+    text = re.sub(r"\((r|tm)\)|intel|cpu|@.*$", " ", text)
+    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:40].strip("-")
+    return slug or "machine"
+
+
+def unique_name(session: Session, base: str) -> str:
+    """`base`, or `base-2`, `base-3`... whichever no platform has yet."""
+    base = base[:44]
+    name, n = base, 1
+    while taken(session, name):
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def import_dump(
+    session: Session, data: bytes | str, *, name: str | None = None, title: str = ""
+) -> tuple[Platform, MachineView]:
+    """Parse, recognise and store a dump as a custom platform. Raises `InvalidInput` (422, the line
+    and reason) for a bad dump or name, `Conflict` (409) for a name that is taken; stores nothing then."""
+    if name is not None and not NAME_PATTERN.match(name):
+        raise InvalidInput.one(
+            ["query", "name"], "1 to 48 of a-z, 0-9, - and _, starting with a letter or digit", "value_error"
+        )
+    if len(title) > 200:
+        raise InvalidInput.one(["query", "title"], "at most 200 characters", "too_long")
+    try:
+        dump = parse_dump(data)
+        match = match_builtin(dump)
+        if name is None:
+            name = unique_name(session, derive_name(dump))
+        elif taken(session, name):
+            raise Conflict(f"platform {name!r} already exists; choose another name")
+        table = build_platform(dump, name, title=title)
+        counters = counter_summary(dump)
+    except DumpError as err:
+        raise dump_error(err) from None
+    errors = table_errors(table, [])
+    if errors:
+        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in errors])
+    offset = len(table.states) - len(dump.states)  # POLL added in front when the dump has none
+    view = MachineView(
+        recognised=match,
+        borrowed_from=match.builtin,
+        topology=dump.topology,
+        driver=dump.driver,
+        governor=dump.governor,
+        model_name=dump.model_name,
+        kernel=dump.kernel,
+        collected_at=dump.collected_at,
+        disabled_states=[table.states[s.index + offset].name for s in dump.states if s.disabled],
+        counters=counters,
+        notes=list(dump.notes),
+    )
+    store.create_platform(session, table, based_on=match.builtin, machine=view.model_dump_json())
+    return table, view
+
+
+def simulation_config(name: str, view: MachineView) -> dict[str, Any]:
+    """The run that simulates an imported machine: its table and topology, its disabled states."""
+    topo = view.topology
+    config: dict[str, Any] = {"platform": name, "duration_ms": SIMULATED_MS}
+    if not topo.inferred:
+        config["topology"] = {
+            "sockets": min(max(topo.sockets, 1), 8),
+            "cores_per_socket": min(max(topo.cores_per_socket, 1), 256),
+            "threads_per_core": min(max(topo.threads_per_core, 1), 2),
+        }
+    if view.disabled_states:
+        config["states"] = {"disabled": list(view.disabled_states)}
+    return config
+
+
+def machine_config(session: Session, name: str) -> dict[str, Any]:
+    """The simulation config of a platform: an imported one's topology and disabled states."""
+    view = platform_view(session, name)
+    if view.machine is None:
+        return {"platform": name, "duration_ms": SIMULATED_MS}
+    return simulation_config(name, MachineView.model_validate(view.machine))
+
+
+def _simulated(result: dict[str, Any]) -> dict[str, Any]:
+    """A run's figures in the snapshot's terms: residency share and above/below ratios per state,
+    and per CPU the share of each state."""
+    states = {}
+    for s in result["states"]:
+        usage = s["usage"]
+        states[s["name"]] = {
+            "share": s["residency"],
+            "above_ratio": s["above"] / usage if usage else None,
+            "below_ratio": s["below"] / usage if usage else None,
+        }
+    names = result["per_cpu_state_names"]
+    per_cpu = [dict(zip(names, row, strict=False)) for row in result["per_cpu_residency"]]
+    return {"states": states, "per_cpu": per_cpu, "idle_share": 1.0 - result["busy_share"]}
+
+
+def machine_context(session: Session, view: dict[str, Any], run_id: str | None) -> dict[str, Any]:
+    """`machine` (the snapshot, or None) and `sim` (the run's status and, once done, its figures)."""
+    if view.get("machine") is None:
+        return {"machine": None, "sim": None}
+    sim = None
+    if run_id:
+        run = store.run_status_and_result(session, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id!r} not found")
+        status, result_json = run
+        sim = {"id": run_id, "status": status, "url": url_for("run_page", run_id=run_id)}
+        result = orjson.loads(result_json) if result_json is not None else None
+        if result is not None and result.get("platform") == view["name"]:
+            sim.update(_simulated(result))
+    return {"machine": view["machine"], "sim": sim}
+
+
+def taken(session: Session, name: str) -> bool:
+    """Whether a built-in or custom platform has this name."""
+    return name in BUILTIN_PLATFORMS or store.get_platform(session, name) is not None

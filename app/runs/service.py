@@ -1,0 +1,369 @@
+"""Loaders shared by every run page and its JSON twin (`/runs/{id}` and `/api/runs/{id}` both read
+`run_view`), config resolution, and a finished run's immutable answers.
+
+Loaders read through `app.runs.store`, raise `NotFound`/`InvalidInput`, and return plain data: no
+ORM object leaves this module. Stored results are spliced into answers as bytes, and parsed (with
+orjson) only when a page needs the numbers. A finished run's API answer and page are rendered once
+and served from an LRU of `run_id -> (etag, bytes)`, checked against the database only for
+existence; nothing per-request is inside (links are paths, the "compare with" list is fetched by
+the page's script, `reused_from` is plain text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Annotated, Any
+
+import orjson
+from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from pydantic import ValidationError
+from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session
+
+from app import charts
+from app.core import web
+from app.core.errors import InvalidInput, NotFound
+from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS
+from app.platforms import service as platforms
+from app.runs import store
+from engine import SimConfig
+from engine.config import config_errors
+from engine.jit import cache_is_warm
+
+CONFIG_LOC: tuple[str, ...] = ("body", "config")
+# Said (page and stderr) while a run waits for the engine's first compilation.
+COMPILING_NOTE = "compiling the engine, first run after install (~20 s); later runs start at once"
+
+
+def run_path(run_id: str) -> str:
+    """A run's share link, as a path (answers carry no host)."""
+    return f"/runs/{run_id}"
+
+
+def resolve_config(session: Session, data: Any, loc: Sequence[str | int] = CONFIG_LOC) -> SimConfig:
+    """A config ready to run: a custom platform's table resolved into it, then checked against
+    the table (`SimConfig.check_against`), once. `data` is a validated `SimConfig` (a request
+    body FastAPI checked) or a JSON object (a sweep's point, a scenario's role...).
+
+    Raises `InvalidInput` whose every error's `loc` starts with `loc` and names the field.
+    """
+    try:
+        if isinstance(data, SimConfig):
+            table = platforms.resolve_table(session, data.platform, data.platform_table, [*loc, "platform"])
+            if table is not None:
+                data = data.model_copy(update={"platform_table": table})
+                data.check_against(table)
+            return data
+        if not isinstance(data, dict):
+            raise InvalidInput.one(list(loc), "config must be a JSON object", "dict_type")
+        table = platforms.resolve_table(
+            session, data.get("platform"), data.get("platform_table"), [*loc, "platform"]
+        )
+        if table is not None:
+            data = {**data, "platform_table": table.model_dump(mode="json")}
+        return SimConfig.model_validate(data)
+    except (ValidationError, ValueError) as exc:  # pydantic's, or `check_against`'s
+        errors = config_errors(exc)
+    raise InvalidInput([{**e, "loc": [*loc, *e["loc"]]} for e in errors])
+
+
+# --- one run -----------------------------------------------------------------------------------
+
+
+def _summary(row: Mapping[str, Any]) -> dict[str, Any]:
+    data = {c: row[c] for c in LIST_COLUMNS}
+    data["url"] = run_path(data["id"])
+    return data
+
+
+@dataclass
+class RunView:
+    """One run as pages and the API show it: `summary` (the list columns and `url`), the stored
+    config and result texts, and lazily their parsed forms."""
+
+    summary: dict[str, Any]
+    config_json: str
+    result_json: bytes | None
+
+    @property
+    def status(self) -> str:
+        return str(self.summary["status"])
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return orjson.loads(self.config_json)  # type: ignore[no-any-return]
+
+    @cached_property
+    def result(self) -> dict[str, Any] | None:
+        return None if self.result_json is None else orjson.loads(self.result_json)
+
+    def to_json(self) -> bytes:
+        """The `GET /api/runs/{id}` body: summary fields with the stored config and result inside."""
+        result = orjson.Fragment(self.result_json) if self.result_json is not None else None
+        return orjson.dumps({**self.summary, "config": orjson.Fragment(self.config_json), "result": result})
+
+
+def run_view(row: Mapping[str, Any]) -> RunView:
+    """A run from its `store.get_row` columns."""
+    return RunView(_summary(row), row["config"], row["result"])
+
+
+def load_run_view(session: Session, run_id: str) -> RunView:
+    """A run by id (unlisted ones too: the link is the key). `NotFound` if there is none."""
+    row = store.get_row(session, run_id)
+    if row is None:
+        raise NotFound(f"run {run_id!r} not found")
+    return run_view(row._mapping)
+
+
+# --- lists -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunListView:
+    """A page of listed runs; `to_json()` is the `GET /api/runs` body (a `RunList`)."""
+
+    runs: list[dict[str, Any]]
+    total: int
+    limit: int
+    offset: int
+    sort: str = "created_at"
+    order: str = "desc"
+    filters: dict[str, str | None] = field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        body = {"runs": self.runs, "total": self.total, "limit": self.limit, "offset": self.offset}
+        return orjson.dumps(body, option=orjson.OPT_NAIVE_UTC)
+
+
+def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
+    """`sort=busy_share&order=asc`, or `sort=-busy_share` (leading minus: descending)."""
+    descending = True
+    if sort.startswith("-"):
+        sort, descending = sort[1:], True
+    elif order is None and sort != "created_at":
+        descending = False
+    if order is not None:
+        if order not in ("asc", "desc"):
+            raise InvalidInput.one(["query", "order"], "order must be 'asc' or 'desc'", "literal_error")
+        descending = order == "desc"
+    if sort not in SORTABLE_COLUMNS:
+        raise InvalidInput.one(
+            ["query", "sort"],
+            f"cannot sort by {sort!r}; sortable: {', '.join(SORTABLE_COLUMNS)}",
+            "literal_error",
+        )
+    return sort, descending
+
+
+def list_runs_view(
+    db: Session | Connection,
+    *,
+    sort: str = "created_at",
+    order: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    **filters: str | None,
+) -> RunListView:
+    """Listed (not unlisted) runs, filtered (`platform`, `governor`, `mechanism`, `status`, `q`;
+    a sweep's points only with `sweep`) and sorted, newest first by default."""
+    column, descending = parse_sort(sort, order)
+    f = store.RunFilter(**filters)
+    rows, total = store.list_runs(db, f, sort=column, descending=descending, limit=limit, offset=offset)
+    return RunListView(
+        runs=[dict(zip(LIST_COLUMNS, r, strict=True), url=run_path(r.id)) for r in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
+        sort=column,
+        order="desc" if descending else "asc",
+        filters=filters,
+    )
+
+
+class ListCache:
+    """`GET /api/runs` answers as bytes, keyed by their normalised query and valid while the
+    database's change count (`store.changes`, bumped by every write to runs, from any process) is
+    the one they were made under: no per-request part inside, nothing spliced."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[Any, ...], tuple[int, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], changes: int) -> bytes | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != changes:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: tuple[Any, ...], changes: int, body: bytes) -> None:
+        with self._lock:
+            self._entries[key] = (changes, body)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+
+def list_runs_json(
+    conn: Connection,
+    cache: ListCache,
+    *,
+    sort: str,
+    order: str | None,
+    limit: int,
+    offset: int,
+    **filters: str | None,
+) -> bytes:
+    """The `GET /api/runs` body: from the cache while no run changed, else read and kept. The count
+    is read before the rows, so rows kept under a count are never older than it (a write between
+    the two reads leaves newer rows under an older count: the next request misses and reads again)."""
+    column, descending = parse_sort(sort, order)
+    key = (column, descending, limit, offset, *sorted((k, v) for k, v in filters.items() if v))
+    changes = store.changes(conn)
+    body = cache.get(key, changes)
+    if body is None:
+        view = list_runs_view(
+            conn, sort=column, order="desc" if descending else "asc", limit=limit, offset=offset, **filters
+        )
+        body = view.to_json()
+        cache.put(key, changes, body)
+    return body
+
+
+# --- a finished run's immutable answers ------------------------------------------------------
+
+
+def etag_of(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+
+
+class Artifacts:
+    """The whole cache: `(run_id, kind) -> (etag, bytes)` of finished runs, least recently used
+    dropped first once over `max_bytes`. Callers check the run still exists before serving."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str], tuple[str, bytes]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str, kind: str) -> tuple[str, bytes] | None:
+        with self._lock:
+            entry = self._entries.get((run_id, kind))
+            if entry is not None:
+                self._entries.move_to_end((run_id, kind))
+            return entry
+
+    def put(self, run_id: str, kind: str, body: bytes) -> tuple[str, bytes]:
+        entry = (etag_of(body), body)
+        if len(body) > self.max_bytes:
+            return entry
+        with self._lock:
+            old = self._entries.pop((run_id, kind), None)
+            self._size += len(body) - (len(old[1]) if old else 0)
+            self._entries[(run_id, kind)] = entry
+            while self._size > self.max_bytes:
+                self._size -= len(self._entries.popitem(last=False)[1][1])
+        return entry
+
+    def discard(self, run_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == run_id]:
+                self._size -= len(self._entries.pop(key)[1])
+
+
+def render_page(view: RunView) -> bytes:
+    """A run's page. Its charts are most of the cost: a finished run's is rendered once."""
+    result = view.result
+    html = web.render_html(
+        "run.html",
+        {
+            "run": {**view.summary, "config": view.config},
+            "result": result,
+            "config_json": orjson.dumps(
+                view.config, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+            ).decode(),
+            "charts": charts.run_charts(result) if result is not None else {},
+            "figures": charts.summary_figures(result) if result is not None else [],
+            "sender_rows": charts.sender_cost_rows(result) if result is not None else [],
+            "sender_note": charts.sender_cost_note(result) if result is not None else "",
+            # Only a waiting run's page says so (it is rendered per request; a finished one never).
+            "engine_compiling": view.status in ACTIVE and not cache_is_warm(),
+            "compiling_note": COMPILING_NOTE,
+        },
+    )
+    return html.encode()
+
+
+def _api_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] | None:
+    row = store.get_row(conn, run_id)
+    return None if row is None else (row.status, run_view(row._mapping).to_json())
+
+
+def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] | None:
+    """The stored page if it is of this render version, else the run to render (not stored: GET
+    never writes; the LRU keeps it)."""
+    stored = store.get_page(conn, run_id)
+    if stored is None:
+        return None
+    if stored.page is not None and stored.page_version == web.render_version():
+        return stored.status, bytes(stored.page)
+    row = store.get_row(conn, run_id)
+    return None if row is None else (row.status, run_view(row._mapping))
+
+
+ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "text/html; charset=utf-8")}
+
+
+async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
+    """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
+    the run exists, else read from its row (and kept if finished). The reads (two primary-key
+    reads at most) and a page to render run in the threadpool, never on the event loop. ETag and
+    304 for revalidation; `no-cache`, so a deleted run is a 404 at once."""
+    answer, media_type = ANSWERS[kind]
+    entry = artifacts.get(run_id, kind)
+
+    def read() -> tuple[bool, tuple[str, bytes] | None]:
+        with db.connect() as conn:
+            if entry is not None and store.exists(conn, run_id):
+                return True, None
+            made = answer(conn, run_id)
+        if made is None:
+            return False, None
+        status, body = made
+        return False, (status, render_page(body) if isinstance(body, RunView) else body)
+
+    cached, made = await run_in_threadpool(read)
+    if not cached:
+        if made is None:
+            raise NotFound(f"run {run_id!r} not found")
+        status, body = made
+        entry = artifacts.put(run_id, kind, body) if status in FINISHED else (etag_of(body), body)
+    assert entry is not None
+    etag, body = entry
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
+
+
+async def get_artifacts(request: Request) -> Artifacts:
+    return request.app.state.artifacts  # type: ignore[no-any-return]
+
+
+async def get_list_cache(request: Request) -> ListCache:
+    return request.app.state.run_lists  # type: ignore[no-any-return]
+
+
+ArtifactsDep = Annotated[Artifacts, Depends(get_artifacts)]
+ListCacheDep = Annotated[ListCache, Depends(get_list_cache)]
