@@ -84,13 +84,19 @@ def bare_app(db: str) -> Any:
     return app
 
 
-def start_server(db: Path, log: Any, bare: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    db: Path, log: Any, bare: bool = False, log_level: str = "warning"
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The app (`idlelab serve`) or the bare endpoint, each under uvicorn with the options
+    `idlelab serve` uses (log level, access log, keep-alive), so that only the app differs."""
     port = free_port()
-    env = {**os.environ, "IDLELAB_DATABASE_URL": f"sqlite:///{db}", "IDLELAB_LOG_LEVEL": "warning"}
+    env = {**os.environ, "IDLELAB_DATABASE_URL": f"sqlite:///{db}", "IDLELAB_LOG_LEVEL": log_level}
     command = ["-m", "app.cli", "serve", "--port", str(port)]
     if bare:
         bare_app = f"b.bare_app({str(db)!r})"
-        code = f"import uvicorn, bench.api as b; uvicorn.run({bare_app}, port={port}, log_level='warning')"
+        access_log = os.environ.get("IDLELAB_ACCESS_LOG", "true").lower() not in ("0", "false", "no")
+        options = f"port={port}, log_level={log_level!r}, access_log={access_log}, timeout_keep_alive=30"
+        code = f"import uvicorn, bench.api as b; uvicorn.run({bare_app}, {options})"
         command = ["-c", code]
     proc = subprocess.Popen(
         [sys.executable, *command],
@@ -252,7 +258,21 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=2000, help="requests per endpoint")
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--waits", type=int, default=5, help="POST ?wait=true samples of the default run")
+    ap.add_argument("--mixed", action="store_true", help="the open-loop mixed load (bench/mixed.py)")
+    ap.add_argument("--wrk", action="store_true", help="GET /api/runs/{id} against the bare endpoint, by wrk")
+    ap.add_argument("--rounds", type=int, default=3, help="--mixed, --wrk: rounds; the worst counts")
+    ap.add_argument("--seconds", type=float, default=60, help="--mixed: open-loop seconds")
+    ap.add_argument("--saturation-requests", type=int, default=6000, help="--mixed: closed-loop requests")
+    ap.add_argument("--wrk-seconds", type=int, default=20, help="--wrk: seconds per block")
     args = ap.parse_args()
+    if args.mixed or args.wrk:
+        from bench import mixed
+
+        if args.mixed:
+            mixed.run_mixed(args, start_server, stop_server, pct, run_async)
+        else:
+            mixed.run_wrk(args, start_server, stop_server)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"

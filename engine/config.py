@@ -11,13 +11,13 @@ import functools
 import hashlib
 import json
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-from engine.platforms import BUILTIN_PLATFORMS, Platform
+from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
 
-MAX_CPUS = 512
+MAX_CPUS = 1024
 MAX_DURATION_MS = 60_000.0
 # The kernel preallocates per-event sample arrays: this bounds memory (about 60 bytes per event).
 MAX_EXPECTED_EVENTS = 20_000_000
@@ -29,6 +29,7 @@ CUSTOM_PLATFORM_LATER = "custom_platform_later"
 GovernorName = Literal["menu", "teo", "ladder", "oracle", "fixed"]
 Mechanism = Literal["ipi", "mwait_rfc", "tif_polling"]
 WorkDistribution = Literal["exponential", "fixed"]
+PackageLimit = Literal["PC0", "PC2", "PC3", "PC6", "PC7", "PC8", "PC9", "PC10", "unlimited"]
 
 
 class _Model(BaseModel):
@@ -41,13 +42,30 @@ class Topology(_Model):
     Logical CPUs are numbered socket by socket, and within a socket thread by thread: with C
     cores and T threads per core, CPU s*C*T + t*C + k is thread t of core k of socket s (so the
     two threads of core k are CPUs k and k + C on socket 0, as many BIOSes enumerate them).
+    Cores k..k+M-1 (M = `cores_per_module`, from k = 0) share a module. Only online CPUs are
+    simulated: a machine read from a dump is given as its online layout, every count set, and
+    `cpus` says how many logical CPUs that is (checked against the product).
     """
 
-    sockets: Annotated[int, Field(ge=1, le=8)] = 2
-    cores_per_socket: Annotated[int | None, Field(ge=1, le=256)] = None
-    threads_per_core: Annotated[int | None, Field(ge=1, le=2)] = Field(
+    sockets: Annotated[int, Field(ge=1, le=16)] = Field(
+        default=2, description="Sockets (packages); the platform's part if unset (2 on skx, icx, wsm)."
+    )
+    cores_per_socket: Annotated[int | None, Field(ge=1, le=512)] = None
+    threads_per_core: Annotated[int | None, Field(ge=1, le=4)] = Field(
         default=None,
-        description="SMT threads per core (1 or 2); the platform's (2 on skx, icx, wsm) if unset.",
+        description="SMT threads per core (1 to 4: Xeon Phi has 4); the platform's (2 on skx, icx, wsm) "
+        "if unset.",
+    )
+    cores_per_module: Annotated[int | None, Field(ge=1, le=16)] = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Cores sharing a module (L2, sysfs cluster_id): the platform's if unset (4 on srf).",
+    )
+    cpus: Annotated[int | None, Field(ge=1)] = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="The machine's online logical CPUs, when the layout comes from a machine: must equal "
+        "sockets x cores_per_socket x threads_per_core.",
     )
 
 
@@ -196,10 +214,12 @@ class HardwareConfig(_Model):
 class PackageConfig(_Model):
     """The package C-state limit (MSR_PKG_CST_CONFIG_CONTROL bits 2:0, set by the BIOS)."""
 
-    limit: Literal["PC0", "PC2", "PC3", "PC6"] = Field(
+    limit: PackageLimit = Field(
         default="PC6",
-        description="Deepest package C-state allowed: PC0 (none), PC2 (PC3 on Westmere), PC6. On skx a "
-        "limit below PC6 makes intel_idle rewrite C6 to 92/276 us.",
+        description="Deepest package C-state allowed: PC0 (none), one of the platform's package states, "
+        "or deeper than all of them (no limit). Unset, the platform's deepest (PC6 on the Xeons, PC10 on "
+        "the clients, PC0 where there are none). On skx and spr a limit below PC6 makes intel_idle "
+        "rewrite C6 (92/276 and 190/600 us).",
     )
     snoop_rate_hz: Annotated[float | None, Field(ge=0, le=100_000)] = Field(
         default=None,
@@ -257,17 +277,31 @@ class SimConfig(_Model):
             first = limit_errors[0]
             raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
         names = [s.name for s in table.states]
+        # Unset, the socket count and the package limit are the platform's; they are written into
+        # the config so that what it shows is what ran (for skx, icx and wsm: 2 and PC6, as ever).
+        if "sockets" not in self.topology.model_fields_set:
+            self.topology.sockets = table.topology.sockets
+        if "limit" not in self.package.model_fields_set:
+            self.package.limit = table.deepest_package_state()  # type: ignore[assignment]
+        self._resolve_driver_governor(table)
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:
             raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
+        if self.topology.cpus is not None and self.topology.cpus != n_cpus:
+            raise ValueError(
+                f"topology.cpus: {self.topology.cpus} CPUs given, but {self.topology.sockets} socket(s) x "
+                f"{self.cores_per_socket(table)} cores x {self.threads_per_core(table)} thread(s) is {n_cpus}"
+            )
         _check_state_names("states.disabled", self.states.disabled, names)
         _check_state_names("states.irq_enable", list(self.states.irq_enable), names)
         _check_state_names("power.state_watts", list(self.power.state_watts), names)
-        package_states = table.package.names() if table.package else ["PC0"]
-        if self.package.limit not in package_states:
+        package_states = table.package_states()
+        limit = self.package.limit
+        deeper_than_all = limit == "unlimited" or int(limit[2:]) > int(package_states[-1][2:])
+        if limit not in package_states and not deeper_than_all:
             raise ValueError(
-                f"package.limit: {table.name} has no {self.package.limit}; its package states are "
-                f"{', '.join(package_states)}"
+                f"package.limit: {table.name} has no {limit}; its package states are "
+                f"{', '.join(package_states)} (or a limit deeper than all of them)"
             )
         for name in self.power.uncore_watts:
             if name not in package_states:
@@ -344,6 +378,22 @@ class SimConfig(_Model):
             errors += table_errors(self.platform_table, ["platform_table"])
         return errors
 
+    def _resolve_driver_governor(self, table: Platform) -> None:
+        """Without a cpuidle driver there is no governor: every idle entry is HLT, which the `fixed`
+        governor on the table's HLT state reproduces; haltpoll's table has its own governor."""
+        unset = "name" not in self.governor.model_fields_set
+        if table.driver == "none":
+            if unset:
+                self.governor.name = "fixed"
+                self.governor.fixed_state = self.governor.fixed_state or table.states[-1].name
+            elif self.governor.name != "fixed":
+                raise ValueError(
+                    f"governor.name: {table.name} has no cpuidle driver, so no governor runs (every idle "
+                    f'entry is HLT); use "fixed", not {self.governor.name!r}'
+                )
+        elif table.driver == "haltpoll" and unset and "haltpoll" in get_args(GovernorName):
+            self.governor.name = "haltpoll"  # type: ignore[assignment]
+
     def resolve_platform(self) -> Platform:
         if self.platform_table is not None:
             return self.platform_table
@@ -365,6 +415,9 @@ class SimConfig(_Model):
     def threads_per_core(self, table: Platform | None = None) -> int:
         return self.topology.threads_per_core or (table or self.resolve_platform()).topology.threads_per_core
 
+    def cores_per_module(self, table: Platform | None = None) -> int:
+        return self.topology.cores_per_module or (table or self.resolve_platform()).topology.cores_per_module
+
     def expected_events(self, table: Platform | None = None) -> float:
         """Rough count of arrivals, for the size limit (each arrival costs a few events)."""
         n = self.n_cpus(table)
@@ -380,7 +433,7 @@ class SimConfig(_Model):
 
     def config_hash(self) -> str:
         """SHA-256 of the canonical JSON of the config (resolved table included)."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude={"platform_table": HASH_EXEMPT})
         blob = _canonical(data)
         if data["platform_table"] is None:
             # A built-in table's canonical JSON is computed once, and put in place of the null
@@ -445,7 +498,7 @@ def _canonical(data: object) -> str:
 @functools.cache
 def _builtin_json(name: str) -> str:
     """The canonical JSON of a built-in table (most of a config's hashed bytes)."""
-    return _canonical(BUILTIN_PLATFORMS[name].model_dump(mode="json"))
+    return _canonical(BUILTIN_PLATFORMS[name].model_dump(mode="json", exclude=HASH_EXEMPT))
 
 
 def _check_state_names(field: str, given: list[str], names: list[str]) -> None:

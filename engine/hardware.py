@@ -12,15 +12,12 @@ import numpy as np
 
 from engine import kernel as K
 from engine.config import SimConfig
-from engine.platforms import PackageState, Platform
+from engine.platforms import CORE_CSTATES, PackageState, Platform
 from engine.result import Energy, Hardware, HardwareGroup
-
-# Core levels (CState.core_level) as turbostat names them.
-LEVEL_NAMES = ("CC0", "CC1", "CC1E", "CC3", "CC6", "CC7")
 
 
 def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int) -> K.Hw:
-    """The event loop's core and package state for this config (everything at C0 at the start)."""
+    """The event loop's core, module and package state for this config (everything at C0 at the start)."""
     sockets = config.topology.sockets
     n_cores = sockets * cores
     per_socket = cores * threads
@@ -28,9 +25,14 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     socket, rest = cpus // per_socket, cpus % per_socket
     thread, core = rest // cores, rest % cores
     core_of = socket * cores + core
-    sibling = socket * per_socket + (1 - thread) * cores + core if threads == 2 else np.full_like(cpus, -1)
+    # Each CPU's other threads on its core (-1 without SMT): thread u of the same core is CPU
+    # socket * per_socket + u * cores + core.
+    siblings = np.full((len(cpus), max(threads - 1, 1)), -1, dtype=np.int64)
+    for k in range(1, threads):
+        other = (thread + k) % threads
+        siblings[:, k - 1] = socket * per_socket + other * cores + core
 
-    level = np.array([s.core_level for s in table.states], dtype=np.int64)
+    level = np.array(table.request_levels(), dtype=np.int64)
     top = int(level.max())
     # A thread whose core only reached level k (always one of the table's: a core is at one of its
     # threads' levels) exits like the first state at level k, and one whose sibling holds the
@@ -41,21 +43,34 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     # table's figure includes; with C1E promotion a C1 request reaches C1E and exits like it.
     n_states = len(level)
     state_row = n_states + np.arange(n_states, dtype=np.int64)
-    if config.hardware.c1e_promotion and top >= 2 and (level == 2).any():
-        promoted = level == 1
-        state_row[promoted] = n_states + level_row[2]
-        level = np.where(promoted, 2, level)
+    core_cstate = np.array([s.core_level for s in table.states], dtype=np.int64)
+    if config.hardware.c1e_promotion and (core_cstate == 2).any() and (core_cstate == 1).any():
+        c1e = int(np.argmax(core_cstate == 2))
+        promoted = core_cstate == 1
+        state_row[promoted] = n_states + c1e
+        level = np.where(promoted, level[c1e], level)
 
-    allowed = _allowed_package_states(config, table)
+    # Module states first, then the package states the limit allows (the kernel does not care
+    # which is which; the result does).
+    allowed = allowed_hardware_states(config, table)
     n_j = len(allowed)
+    per_module = min(config.cores_per_module(table), cores)
+    modules = -(-cores // per_module)  # per socket
+    n_groups = max(sockets, sockets * modules) if any(p.scope == "module" for p in allowed) else sockets
     pk_group = np.zeros((n_j, n_cores), dtype=np.int64)
-    pk_lo = np.zeros((n_j, sockets), dtype=np.int64)
-    pk_hi = np.zeros((n_j, sockets), dtype=np.int64)
+    pk_lo = np.zeros((n_j, n_groups), dtype=np.int64)
+    pk_hi = np.zeros((n_j, n_groups), dtype=np.int64)
+    all_cores = np.arange(n_cores)
     for j, p in enumerate(allowed):
-        if p.scope == "package":
-            pk_group[j] = np.arange(n_cores) // cores
-            pk_lo[j] = np.arange(sockets) * cores
-            pk_hi[j] = pk_lo[j] + cores
+        if p.scope == "module":
+            pk_group[j] = (all_cores // cores) * modules + (all_cores % cores) // per_module
+            g = np.arange(sockets * modules)
+            pk_lo[j, : len(g)] = (g // modules) * cores + (g % modules) * per_module
+            pk_hi[j, : len(g)] = np.minimum(pk_lo[j, : len(g)] + per_module, (g // modules + 1) * cores)
+        elif p.scope == "package":
+            pk_group[j] = all_cores // cores
+            pk_lo[j, :sockets] = np.arange(sockets) * cores
+            pk_hi[j, :sockets] = pk_lo[j, :sockets] + cores
         else:
             pk_hi[j, 0] = n_cores
     names = table.state_names()
@@ -65,7 +80,7 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         level_row=level_row,
         state_row=state_row,
         core_of=core_of,
-        sibling=sibling,
+        siblings=siblings,
         core_level=np.zeros(n_cores, dtype=np.int64),
         core_since=np.zeros(n_cores, dtype=np.int64),
         core_time=np.zeros((n_cores, top + 1), dtype=np.int64),
@@ -76,16 +91,18 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         pk_group=pk_group,
         pk_lo=pk_lo,
         pk_hi=pk_hi,
-        pk_cnt=np.zeros((n_j, sockets), dtype=np.int64),
-        pk_since=np.zeros((n_j, sockets), dtype=np.int64),
-        pk_time=np.zeros((n_j, sockets), dtype=np.int64),
+        pk_cnt=np.zeros((n_j, n_groups), dtype=np.int64),
+        pk_since=np.zeros((n_j, n_groups), dtype=np.int64),
+        pk_time=np.zeros((n_j, n_groups), dtype=np.int64),
     )
 
 
-def _allowed_package_states(config: SimConfig, table: Platform) -> list[PackageState]:
+def allowed_hardware_states(config: SimConfig, table: Platform) -> list[PackageState]:
+    """The module states, then the package states the package limit allows, shallow to deep."""
     if table.package is None:
         return []
-    return table.package.states[: table.package_states().index(config.package.limit)]
+    allowed = set(table.allows(config.package.limit))
+    return [*table.package.module_states, *(p for p in table.package.states if p.name in allowed)]
 
 
 def _close_open(hw: K.Hw, cs: np.ndarray, t_end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,26 +128,34 @@ def hardware_result(
     n_cores = sockets * cores
     thread_idle, core_time, pk_time = _close_open(hw, cs, t_end)
     top = core_time.shape[1] - 1
+    ranks = table.request_levels()
 
     # Core time by level; level 0 (C0) is the rest of the run.
     exact = core_time.astype(np.float64)
     exact[:, 0] = t_end - exact[:, 1:].sum(axis=1)
-    present = [0, *sorted({s.core_level for s in table.states if s.core_level > 0})]
-    core_names = [LEVEL_NAMES[k] for k in present]
-    per_core = exact[:, present] / t_end
+    present = [0, *sorted({r for r in ranks if r > 0})]
+    # Each level's core C-state (several levels may share one: SRF's C6S and C6SP are both CC6).
+    cstate_of = {0: 0, **{r: s.core_level for r, s in zip(ranks, table.states, strict=True) if r > 0}}
+    core_names = list(dict.fromkeys(CORE_CSTATES[cstate_of[k]] for k in present))
+    columns = [[k for k in present if CORE_CSTATES[cstate_of[k]] == name] for name in core_names]
+    if all(len(c) == 1 for c in columns):
+        by_name = exact[:, present]
+    else:
+        by_name = np.column_stack([exact[:, c].sum(axis=1) for c in columns])
+    per_core = by_name / t_end
 
+    # Module states (first in the kernel's arrays) and package states, apart.
+    allowed = allowed_hardware_states(config, table)
+    n_mod = sum(1 for p in allowed if p.scope == "module")
+    pkg_js = list(range(n_mod, len(allowed)))
+    pkg = table.package
     # Package shares: the allowed states nest (Platform.validate_package), so state j holds for
     # its own condition's time less the next deeper state's.
     # Every package state the platform has, as turbostat prints them: those past the limit read 0.
     pkg_names = table.package_states()
-    group_of_socket = np.array(
-        [[hw.pk_group[j, s * cores] for s in range(sockets)] for j in range(len(hw.pk_level))], dtype=np.int64
-    ).reshape(len(hw.pk_level), sockets)
     cond = np.array(
-        [[pk_time[j, group_of_socket[j, s]] for j in range(len(hw.pk_level))] for s in range(sockets)],
-        dtype=np.float64,
-    ).reshape(sockets, len(hw.pk_level))
-    pkg = table.package
+        [[pk_time[j, hw.pk_group[j, s * cores]] for j in pkg_js] for s in range(sockets)], dtype=np.float64
+    ).reshape(sockets, len(pkg_js))
     if pkg is not None and cond.shape[1] == len(pkg.states) and cond.shape[1]:
         # Traffic pulls the package out of its deepest state now and then: each visit costs its exit
         # and the state's entry again. An expectation applied to the time, not drawn per event.
@@ -143,6 +168,11 @@ def hardware_result(
     past_limit = np.zeros((sockets, len(pkg_names) - 1 - cond.shape[1]))
     pkg_exact = np.column_stack([pc0, np.maximum(cond - deeper, 0.0), past_limit])
     per_pkg = pkg_exact / t_end
+    # A module state's share is the time its module spent in it (turbostat's Mod%c6), per module.
+    mod_names = table.module_states()
+    n_modules = int(hw.pk_group[0].max()) + 1 if n_mod else 0
+    per_module = np.array([pk_time[j, :n_modules] / t_end for j in range(n_mod)]).reshape(n_mod, n_modules)
+    module_socket = (hw.pk_lo[0, :n_modules] // cores) if n_mod else np.zeros(0, dtype=np.int64)
 
     # Power: a core by its level, an uncore by its package state.
     busy_w = config.power.busy_watts if config.power.busy_watts is not None else table.busy_watts.value
@@ -150,7 +180,7 @@ def hardware_result(
     level_w[0] = busy_w
     level_state = {}
     for k in present[1:]:
-        first = next(s for s in table.states if s.core_level == k)
+        first = next(s for s, r in zip(table.states, ranks, strict=True) if r == k)
         level_w[k] = config.power.state_watts.get(first.name, first.power_watts.value)
         level_state[k] = first.name
     uncore_w = np.array(
@@ -164,10 +194,11 @@ def hardware_result(
     seconds = t_end * 1e-9
 
     busy_thread = 1.0 - thread_idle / t_end
-    deep_from = next((k for k in present if k >= 3), top + 1)  # turbostat's c1 excludes core c3 and deeper
+    # turbostat's c1 excludes core c3 and deeper
+    deep_from = next((k for k in present if cstate_of[k] >= 3), top + 1)
     core_deep = exact[:, deep_from:].sum(axis=1) / t_end
     cpu_c1 = np.maximum(thread_idle / t_end - core_deep[hw.core_of], 0.0)
-    deep_cols = [k for k in present if k >= 3]
+    deep_cols = [i for i, name in enumerate(core_names) if CORE_CSTATES.index(name) >= 3]
 
     def group(sel_cores: np.ndarray, sel_sockets: np.ndarray, socket: int | None) -> HardwareGroup:
         sel_cpus = np.isin(hw.core_of, sel_cores)
@@ -176,8 +207,12 @@ def hardware_result(
             "Busy%": 100 * float(busy_thread[sel_cpus].mean()),
             "CPU%c1": 100 * float(cpu_c1[sel_cpus].mean()),
         }
-        for k in deep_cols:
-            turbostat[f"CPU%c{LEVEL_NAMES[k][2:]}"] = 100 * float(exact[sel_cores, k].mean() / t_end)
+        for i in deep_cols:
+            turbostat[f"CPU%c{core_names[i][2:]}"] = 100 * float(by_name[sel_cores, i].mean() / t_end)
+        sel_modules = np.isin(module_socket, sel_sockets)
+        module = {name: float(per_module[j, sel_modules].mean()) for j, name in enumerate(mod_names)}
+        for name, share in module.items():
+            turbostat[f"Mod%c{name[2:]}"] = 100 * share
         for i, name in enumerate(pkg_names[1:], start=1):
             turbostat[f"Pkg%pc{name[2:]}"] = 100 * float(per_pkg[sel_sockets, i].mean())
         turbostat["PkgWatt"] = float(watts / len(sel_sockets))
@@ -187,6 +222,7 @@ def hardware_result(
             package={name: float(per_pkg[sel_sockets, i].mean()) for i, name in enumerate(pkg_names)},
             turbostat=turbostat,
             pkg_watts=float(watts / len(sel_sockets)),
+            module=module,
         )
 
     all_sockets = np.arange(sockets)
@@ -201,14 +237,20 @@ def hardware_result(
         per_core=per_core.tolist(),
         per_cpu_busy=busy_thread.tolist(),
         per_cpu_c1=cpu_c1.tolist(),
+        module_states=mod_names if n_mod else [],
+        family_modelled=table.family_modelled,
+        model_note=model_note(table),
     )
     core_total, uncore_total = float(core_j.sum()), float(uncore_j.sum())
     joules = core_total + uncore_total
+    rank_of = dict(zip(table.state_names(), ranks, strict=True))
     energy = Energy(
         joules=joules,
         mean_watts_per_cpu=joules / (len(hw.core_of) * seconds),
         per_state_joules={
-            s.name: float(core_j[:, s.core_level].sum()) if level_state.get(s.core_level) == s.name else 0.0
+            s.name: float(core_j[:, rank_of[s.name]].sum())
+            if rank_of[s.name] > 0 and level_state.get(rank_of[s.name]) == s.name
+            else 0.0
             for s in table.states
         },
         busy_joules=float(core_j[:, 0].sum()),
@@ -217,3 +259,19 @@ def hardware_result(
         per_package_state_joules={name: float(uncore_j[:, i].sum()) for i, name in enumerate(pkg_names)},
     )
     return hardware, energy
+
+
+def model_note(table: Platform) -> str:
+    """What the hardware view rests on where idlelab has no model of the platform's family."""
+    if table.family_modelled:
+        return ""
+    if table.driver != "intel_idle":
+        return (
+            f"not modelled for this family: {table.name} is simulated at the OS level ({table.driver}); "
+            f"its core and power figures rest on {table.modelled_on}'s estimates as placeholders, "
+            "not a model of the hardware, and it has no package C-states"
+        )
+    return (
+        f"not modelled for this family: costs, power and package-state timings are {table.modelled_on}'s "
+        "estimates (labelled in `estimates`); the C-state table itself is the kernel's"
+    )

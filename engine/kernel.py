@@ -203,20 +203,20 @@ class Table(NamedTuple):
 class Hw(NamedTuple):
     """Core and package C-states beneath the OS view.
 
-    A thread idle in state s requests core level `level[s]` (0 POLL, 1 C1, 2 C1E, 3 C3, 4 C6)
-    from the time its wait starts (C_HW_START) to its wake event. A core is at the shallowest of
-    its threads' levels while all of them wait (one or two threads); a package state j holds
-    while every core of its group (the package, or the whole system for Xeon PC6) is at level
-    >= pk_level[j]. Each interval starts at the latest of its members' starts (starts may lie a
-    little ahead of the event being processed: taking the latest keeps them exact) and is
-    counted when its first member leaves.
+    A thread idle in state s requests level `level[s]` (a depth rank, `Platform.request_levels()`:
+    0 POLL, then deeper states higher) from the time its wait starts (C_HW_START) to its wake
+    event. A core is at the shallowest of its threads' levels while all of them wait (one to four
+    threads); a module or package state j holds while every core of its group (the module, the
+    package, or the whole system for Xeon PC6) is at level >= pk_level[j]. Each interval starts
+    at the latest of its members' starts (starts may lie a little ahead of the event being
+    processed: taking the latest keeps them exact) and is counted when its first member leaves.
     """
 
     level: np.ndarray  # (state,) core level requested
     level_row: np.ndarray  # (level,) exit row of a thread whose core only reached that level
     state_row: np.ndarray  # (state,) exit row of the state reached by its core alone
     core_of: np.ndarray  # (cpu,) global core index
-    sibling: np.ndarray  # (cpu,) the core's other thread, -1 without SMT
+    siblings: np.ndarray  # (cpu, threads - 1, at least 1) the core's other threads, -1 padded
     core_level: np.ndarray  # (core,) its level while every thread is in a wait, else 0
     core_since: np.ndarray  # (core,) since when (the later of its threads' starts)
     core_time: np.ndarray  # (core, level) closed time at exactly that level
@@ -296,9 +296,13 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
     its core really reached (a sibling in C0 or a shallower state holds the core there), and for
     the deepest states whether the package is in the package state the table's figure includes."""
     lv = hw.level[s]
-    sib = hw.sibling[c]
-    if sib >= 0 and lv > 0:
-        other = cs[sib, C_HW_LEVEL] if cs[sib, C_HW_START] <= t else 0
+    if lv > 0:
+        # The shallowest of the other threads' requests holds the core there (C0 if one runs).
+        other = lv
+        for k in range(hw.siblings.shape[1]):
+            sib = hw.siblings[c, k]
+            if sib >= 0:
+                other = min(other, cs[sib, C_HW_LEVEL] if cs[sib, C_HW_START] <= t else 0)
         if other < lv:
             return hw.level_row[other]
     j = ip[I_PKG_DEEP]
@@ -311,15 +315,16 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
 
 @compiled(inline=True)
 def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
-    """Thread c requests core level lv from `start` (its wait begins): with its sibling idle (or
-    no sibling), the core is at the shallower of the two levels from the later of the two starts."""
+    """Thread c requests core level lv from `start` (its wait begins): with its siblings idle (or
+    none), the core is at the shallowest of their levels from the latest of their starts."""
     cs[c, C_HW_LEVEL] = lv
     cs[c, C_HW_START] = start
-    sib = hw.sibling[c]
     level, since = lv, start
-    if sib >= 0:
-        level = min(lv, cs[sib, C_HW_LEVEL])
-        since = max(start, cs[sib, C_HW_START])
+    for k in range(hw.siblings.shape[1]):
+        sib = hw.siblings[c, k]
+        if sib >= 0:
+            level = min(level, cs[sib, C_HW_LEVEL])
+            since = max(since, cs[sib, C_HW_START])
     if level == 0:
         return
     core = hw.core_of[c]

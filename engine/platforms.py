@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -34,6 +34,18 @@ KNOWN_FLAGS = {
 # Where a table gives no median exit latency, the median is this share of the table's worst case.
 DEFAULT_MEDIAN_SHARE = 0.7
 
+# Core C-states as turbostat names them (CPU%c1, CPU%c3, CPU%c6, CPU%c7; C1E has no column), in
+# depth order; `CState.core_level` indexes this tuple.
+CORE_CSTATES = ("CC0", "CC1", "CC1E", "CC3", "CC6", "CC7")
+CoreCState = Literal["CC1", "CC1E", "CC3", "CC6", "CC7"]
+Driver = Literal["intel_idle", "acpi_idle", "haltpoll", "none"]
+
+
+def _unset(value: object) -> bool:
+    """Fields added after results were first published are left out of dumps while at their
+    default, so an existing table's JSON (and every config hash built on it) keeps its bytes."""
+    return value is None or value == [] or value == {} or value == ""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -54,7 +66,8 @@ def estimate(value: float, source: str) -> Param:
 class CState(_Model):
     """One row of an intel_idle table (state 0 is POLL), plus the model's per-state terms."""
 
-    name: Annotated[str, Field(min_length=1, max_length=16, pattern=r"^[A-Za-z0-9_\-]+$")]
+    # Spaces inside a name are the kernel's too (haltpoll's "haltpoll idle"); CPUIDLE_NAME_LEN is 16.
+    name: Annotated[str, Field(min_length=1, max_length=16, pattern=r"^[A-Za-z0-9_\-]+( [A-Za-z0-9_\-]+)*$")]
     desc: str = ""
     mwait_hint: str | None = None
     flags: list[str] = Field(default_factory=list)
@@ -79,6 +92,17 @@ class CState(_Model):
         default_factory=lambda: estimate(1.0, "generic per-core estimate"),
         description="Power of a core in this state's core C-state (POLL's core is in C0: busy power).",
     )
+    core_cstate: CoreCState | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="The core C-state this state puts the core in, where the MWAIT hint does not say "
+        "it (Atom and Xeon Phi hints: KNL's C6 is MWAIT 0x10, Avoton's C6 0x51); else from the hint.",
+    )
+    source: str = Field(
+        default="",
+        exclude_if=_unset,
+        description="Where the row's figures come from (file, commit); not part of the model.",
+    )
 
     @property
     def is_poll(self) -> bool:
@@ -90,11 +114,13 @@ class CState(_Model):
 
     @property
     def core_level(self) -> int:
-        """The core C-state this state requests: 0 none (POLL), 1 C1, 2 C1E (C1 sub-state 1),
-        3 C3, 4 C6, 5 C7 and deeper; from the MWAIT hint (top nibble + 2), else the hint in
-        `desc` ("MWAIT 0x20"), else the name (C6 -> 4)."""
+        """The core C-state this state requests, as an index of CORE_CSTATES: 0 none (POLL), 1 C1,
+        2 C1E (C1 sub-state 1), 3 C3, 4 C6, 5 C7 and deeper; `core_cstate` where given, else from
+        the MWAIT hint (top nibble + 2), else the hint in `desc` ("MWAIT 0x20"), else the name."""
         if self.is_poll:
             return 0
+        if self.core_cstate is not None:
+            return CORE_CSTATES.index(self.core_cstate)
         hint = self.mwait_hint
         if hint is None:
             m = re.search(r"MWAIT (0x[0-9a-fA-F]+)", self.desc)
@@ -142,19 +168,28 @@ class CState(_Model):
 
 
 class PlatformTopology(_Model):
-    sockets: Annotated[int, Field(ge=1, le=8)]
-    cores_per_socket: Annotated[int, Field(ge=1, le=256)]
-    threads_per_core: Annotated[int, Field(ge=1, le=2)] = 1
+    """The named part a platform's defaults describe."""
+
+    sockets: Annotated[int, Field(ge=1, le=16)]
+    cores_per_socket: Annotated[int, Field(ge=1, le=512)]
+    threads_per_core: Annotated[int, Field(ge=1, le=4)] = 1
+    cores_per_module: Annotated[int, Field(ge=1, le=16)] = Field(
+        default=1,
+        exclude_if=lambda v: v == 1,
+        description="Cores sharing an L2 (a module, sysfs `cluster_id`): Sierra Forest and Grand Ridge "
+        "4, Silvermont and Knights Landing 2; 1 where the platform has no module state.",
+    )
     part: str = ""
 
 
 class PackageState(_Model):
     """A package C-state: entered when every core of its scope is in at least `requires`."""
 
-    name: Annotated[str, Field(pattern=r"^PC[1-9][0-9]?$")]
+    name: Annotated[str, Field(pattern=r"^(PC|MC)[1-9][0-9]?$")]
     requires: str = Field(description="The table state whose core C-state every core must be in, or deeper.")
-    scope: Literal["package", "system"] = Field(
-        description="Whose cores must all be there: the package's, or every socket's (Xeon PC6)."
+    scope: Literal["module", "package", "system"] = Field(
+        description="Whose cores must all be there: the module's (cores sharing an L2, Sierra Forest's "
+        "C6S), the package's, or every socket's (Xeon PC6)."
     )
     entry_ns: Param = Field(description="From the last core's entry to the package state.")
     uncore_watts: Param
@@ -172,6 +207,17 @@ class PackageModel(_Model):
     """Package C-states, shallow to deep, and what a package limit changes."""
 
     states: list[PackageState]
+    module_states: list[PackageState] = Field(
+        default_factory=list,
+        exclude_if=_unset,
+        description="Module C-states (turbostat's Mod%c6), outside the package limit; each holds while "
+        "every core of its module is deep enough.",
+    )
+    source: str = Field(
+        default="",
+        exclude_if=_unset,
+        description="Which package C-states the model has and why (turbostat's feature table).",
+    )
     pc0_uncore_watts: Param
     snoop_rate_hz: Param = Field(
         default_factory=lambda: estimate(
@@ -218,6 +264,33 @@ class CostModel(_Model):
     )
 
 
+class CpuModel(_Model):
+    """A CPU model the table is registered for, as `intel_idle_ids[]` (or the driver) matches it."""
+
+    vendor: Literal["GenuineIntel", "AuthenticAMD", "any"] = "GenuineIntel"
+    family: Annotated[int, Field(ge=0, le=255)]
+    model: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        default=None, description="None: every model of the family (acpi_idle, haltpoll)."
+    )
+    name: str = Field(description="The kernel's name (INTEL_SAPPHIRERAPIDS_X) or the family's.")
+    use_acpi: bool = Field(
+        default=False,
+        description="intel_idle's `use_acpi` for this model (the Xeons): a native state missing from the "
+        "firmware's _CST is registered with default_status disabled, unless ALWAYS_ENABLE.",
+    )
+
+
+class SocketTable(_Model):
+    """A table the driver swaps in by package count (ivt_idle_state_table_update())."""
+
+    min_sockets: Annotated[int, Field(ge=2, le=64)]
+    table: str = Field(description="The kernel's name of the table (ivt_cstates_4s).")
+    changes: dict[str, tuple[float, float]] = Field(
+        description="State name -> (exit latency us, target residency us) in that table."
+    )
+    source: str
+
+
 class Platform(_Model):
     """A platform: its intel_idle table with provenance, typical topology, costs and power."""
 
@@ -234,12 +307,39 @@ class Platform(_Model):
     )
     package: PackageModel | None = None
     notes: list[str] = Field(default_factory=list)
+    # What the table is and where it applies: facts about the platform, not inputs of the model
+    # (HASH_EXEMPT keeps them out of config hashes).
+    driver: Driver = Field(
+        default="intel_idle",
+        exclude_if=lambda v: v == "intel_idle",
+        description="The cpuidle driver that registers this table (intel_idle, acpi_idle, haltpoll), or "
+        "none (no cpuidle driver: default_idle(), HLT).",
+    )
+    kernel_table: str = Field(
+        default="", exclude_if=_unset, description="The driver's name of the table (skx_cstates)."
+    )
+    cpu_models: list[CpuModel] = Field(default_factory=list, exclude_if=_unset)
+    family_modelled: bool = Field(
+        default=True,
+        exclude_if=lambda v: v,
+        description="False where idlelab has no hardware model of this family: its costs, power and "
+        "package-state terms are another family's estimates (`modelled_on`), and the run says so.",
+    )
+    modelled_on: str = Field(
+        default="", exclude_if=_unset, description="The modelled family whose estimates this one uses."
+    )
+    socket_tables: list[SocketTable] = Field(default_factory=list, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _check_table(self) -> Platform:
         validate_states(self.states)
         if self.package is not None:
             validate_package(self.package, self.states)
+        names = set(self.state_names())
+        for i, t in enumerate(self.socket_tables):
+            unknown = set(t.changes) - names
+            if unknown:
+                raise ValueError(f"socket_tables.{i}.changes: unknown state {sorted(unknown)[0]!r}")
         return self
 
     def state_names(self) -> list[str]:
@@ -248,13 +348,52 @@ class Platform(_Model):
     def package_states(self) -> list[str]:
         return self.package.names() if self.package else ["PC0"]
 
+    def module_states(self) -> list[str]:
+        return [m.name for m in self.package.module_states] if self.package else []
+
+    def deepest_package_state(self) -> str:
+        return self.package_states()[-1]
+
+    def request_levels(self) -> list[int]:
+        """Each state's hardware request as a depth rank (0 for POLL): the core is at the
+        shallowest of its threads' ranks, and a module or package state needs every core of its
+        scope at its `requires` rank or deeper. See `_ranks`."""
+        return _ranks(self.states)
+
+    def for_sockets(self, sockets: int) -> Platform:
+        """The table the driver picks for this package count (ivt_idle_state_table_update(): more
+        than 2 packages the 4-socket table, more than 4 the 8-socket one)."""
+        chosen = None
+        for t in self.socket_tables:
+            if sockets >= t.min_sockets and (chosen is None or t.min_sockets > chosen.min_sockets):
+                chosen = t
+        if chosen is None:
+            return self
+        states = [
+            s.model_copy(
+                update={
+                    "exit_latency_us": chosen.changes[s.name][0],
+                    "target_residency_us": chosen.changes[s.name][1],
+                    "source": chosen.source,
+                }
+            )
+            if s.name in chosen.changes
+            else s
+            for s in self.states
+        ]
+        return self.model_copy(update={"states": states, "kernel_table": chosen.table})
+
+    def allows(self, limit: str) -> list[str]:
+        """The package states a package limit allows, shallow to deep (PC0 excluded): those no deeper
+        than the limit by number (a limit deeper than the platform's deepest allows them all)."""
+        return [n for n in self.package_states()[1:] if _pc_number(n) <= _pc_number(limit)]
+
     def under_package_limit(self, limit: str) -> Platform:
         """The table the driver registers under this package limit: skx_idle_state_table_update()
-        rewrites C6 when PC6 is not allowed (its 133 us figure includes the PC6 exit)."""
+        (and spr's) rewrite C6 when PC6 is not allowed (its figure includes the PC6 exit)."""
         if self.package is None or not self.package.limited_table or not self.package.states:
             return self
-        names = self.package_states()
-        if names.index(limit) >= len(names) - 1:
+        if len(self.allows(limit)) == len(self.package.states):
             return self
         states = []
         for s in self.states:
@@ -271,6 +410,24 @@ class Platform(_Model):
                 )
             states.append(s)
         return self.model_copy(update={"states": states})
+
+
+def _pc_number(name: str) -> int:
+    """PC6 -> 6; "unlimited" is deeper than every package state."""
+    return 99 if name == "unlimited" else int(name[2:])
+
+
+# Platform fields that describe the table rather than feed the model: left out of config hashes,
+# so adding such facts to a built-in table does not change the hash of any run on it.
+HASH_EXEMPT: dict[str, Any] = {
+    "driver": True,
+    "kernel_table": True,
+    "cpu_models": True,
+    "package": {"source": True},
+    "family_modelled": True,
+    "modelled_on": True,
+    "states": {"__all__": {"source": True}},
+}
 
 
 def validate_states(states: list[CState]) -> None:
@@ -314,23 +471,55 @@ def validate_states(states: list[CState]) -> None:
 
 def validate_package(package: PackageModel, states: list[CState]) -> None:
     """Package states must nest: each deeper one asks at least as much of the cores, of at
-    least as many of them, and takes at least as long to enter (the residency split relies on it)."""
-    levels = {s.name: s.core_level for s in states}
+    least as many of them, and takes at least as long to enter (the residency split relies on it).
+    Module states sit beside them (module scope only)."""
+    ranks = {s.name: r for s, r in zip(states, _ranks(states), strict=True)}
+
+    def check_requires(where: str, p: PackageState) -> None:
+        if p.requires not in ranks or ranks[p.requires] == 0:
+            raise ValueError(f"{where}.requires: {p.requires!r} is not a core C-state of this table")
+
+    for i, m in enumerate(package.module_states):
+        check_requires(f"package.module_states.{i}", m)
+        if m.scope != "module" or not m.name.startswith("MC"):
+            raise ValueError(f"package.module_states.{i}: a module state is named MCn and has module scope")
     prev: PackageState | None = None
     for i, p in enumerate(package.states):
-        if p.requires not in levels or levels[p.requires] == 0:
+        check_requires(f"package.states.{i}", p)
+        if p.scope == "module" or not p.name.startswith("PC"):
             raise ValueError(
-                f"package.states.{i}.requires: {p.requires!r} is not a core C-state of this table"
+                f"package.states.{i}: a package state is named PCn and has package or system scope"
             )
         if prev is not None and (
-            levels[p.requires] < levels[prev.requires]
+            ranks[p.requires] < ranks[prev.requires]
             or (prev.scope == "system" and p.scope == "package")
             or p.entry_ns.value < prev.entry_ns.value
+            or _pc_number(p.name) <= _pc_number(prev.name)
         ):
             raise ValueError(
                 f"package.states.{i}: {p.name} must be deeper than {prev.name} in level, scope and entry"
             )
         prev = p
+
+
+def _ranks(states: list[CState]) -> list[int]:
+    """Depth ranks of the states' hardware requests. Where every state asks a different core
+    C-state, the rank is the core C-state's index in CORE_CSTATES (so tables whose states map one
+    to one onto core C-states keep the layout their results were first computed with). Where two
+    ask the same core C-state (GNR's C6 and C6P, SRF's C6S and C6SP, the client C7s..C10 all in
+    core C7), the table's order ranks them: the deeper one asks more of the module or package."""
+    levels = [s.core_level for s in states]
+    deep = [lv for lv in levels if lv > 0]
+    if len(set(deep)) == len(deep):
+        return levels
+    out, rank = [], 0
+    for lv in levels:
+        if lv == 0:
+            out.append(0)
+        else:
+            rank += 1
+            out.append(rank)
+    return out
 
 
 def poll_state() -> CState:
@@ -385,6 +574,7 @@ def custom_platform(name: str, states: list[CState], based_on: Platform, title: 
         package = package.model_copy(
             update={
                 "states": [p for p in package.states if p.requires in names],
+                "module_states": [m for m in package.module_states if m.requires in names],
                 "limited_table": {k: v for k, v in package.limited_table.items() if k in names},
             }
         )
@@ -407,6 +597,9 @@ def custom_platform(name: str, states: list[CState], based_on: Platform, title: 
         busy_watts=based_on.busy_watts,
         package=package,
         notes=notes,
+        driver=based_on.driver,
+        family_modelled=based_on.family_modelled,
+        modelled_on=based_on.modelled_on,
     )
 
 

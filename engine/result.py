@@ -144,6 +144,12 @@ class HardwareGroup(_Model):
         "(per core), Pkg%pcN (percent) and PkgWatt (watts; an estimate)."
     )
     pkg_watts: float = Field(description="Package power (cores plus uncore) per socket, an estimate.")
+    module: dict[str, float] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="Mean share of its modules (cores sharing an L2) in each module C-state (MC6: "
+        "turbostat's Mod%c6); empty where the platform has none.",
+    )
 
 
 class Hardware(_Model):
@@ -164,6 +170,14 @@ class Hardware(_Model):
     per_core: list[list[float]] = Field(description="Per core: share in each of core_states.")
     per_cpu_busy: list[float] = Field(description="Per logical CPU: turbostat's Busy% as a share (C0).")
     per_cpu_c1: list[float] = Field(description="Per logical CPU: turbostat's CPU%c1 as a share.")
+    module_states: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    family_modelled: bool = Field(
+        default=True,
+        exclude_if=lambda v: v,
+        description="False where idlelab has no hardware model of the platform's family: the core, "
+        "module and package figures then rest on another family's estimates (see `model_note`).",
+    )
+    model_note: str = Field(default="", exclude_if=lambda v: not v)
 
 
 class SimResult(_Model):

@@ -89,7 +89,8 @@ class _Prepared:
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
-        table = self.table = config.resolve_platform().under_package_limit(config.package.limit)
+        table = config.resolve_platform().for_sockets(config.topology.sockets)
+        table = self.table = table.under_package_limit(config.package.limit)
         # What the result says about the config itself, worked out with it: after the event
         # loop has filled the caches with its own data, the same Python ran 2-3x slower.
         self.config_hash = config.config_hash()
@@ -112,7 +113,7 @@ class _Prepared:
         self.exit_ns = np.array([int(round(s.exit_latency_us * 1000)) for s in states], dtype=np.int64)
         self.entry_ns = np.array([int(s.entry_cost_ns.value) for s in states], dtype=np.int64)
         # intel_idle_ibrs() clears SPEC_CTRL before MWAIT and restores it after, only with SMT on.
-        ibrs = np.array([threads == 2 and "CPUIDLE_FLAG_IBRS" in s.flags for s in states])
+        ibrs = np.array([threads >= 2 and "CPUIDLE_FLAG_IBRS" in s.flags for s in states])
         spec_ctrl_ns = int(_cost(config, table, "spec_ctrl_write_ns"))
         self.exit_extra_ns = np.where(ibrs, spec_ctrl_ns, 0).astype(np.int64)
         self.entry_ns += self.exit_extra_ns
@@ -279,8 +280,10 @@ class _Prepared:
             ctr=self.ctr, fsum=self.fsum, tl=self.tl,
         )
         self.hw = hardware_arrays(config, table, cores, threads)
-        # The table's deepest figures include the deepest package state only where it is allowed.
-        all_allowed = len(self.hw.pk_level) == len(table.package_states()) - 1
+        # The table's deepest figures include the deepest package state only where it is allowed
+        # (package states follow the module states in the kernel's arrays).
+        pkg_states = len(table.package_states()) - 1
+        all_allowed = pkg_states > 0 and len(table.allows(config.package.limit)) == pkg_states
         ip[K.I_PKG_DEEP] = len(self.hw.pk_level) - 1 if all_allowed else -1
         K.schedule_all(cs, self.queue, ip, self.arr)
 
@@ -494,8 +497,13 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
             "hardware.c1e_promotion is on: C1 requests enter C1E in hardware (intel_idle turns this off "
             "on these platforms)"
         )
+    if not table.family_modelled:
+        out.append(
+            f"{table.name}: no hardware model of this family; costs, power and package timings are "
+            f"{table.modelled_on}'s estimates"
+        )
     if table.package is not None:
-        for p in table.package.states:
+        for p in [*table.package.module_states, *table.package.states]:
             out.append(f"{p.name} entry = {p.entry_ns.value:g} ns ({p.entry_ns.kind}: {p.entry_ns.source})")
         snoop = table.package.snoop_rate_hz
         rate = config.package.snoop_rate_hz if config.package.snoop_rate_hz is not None else snoop.value

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 import engine
 from engine import SimConfig, custom_platform, load_platform
 from engine.config import MAX_CPUS, MAX_EXPECTED_EVENTS, config_errors
+from engine.platforms import HASH_EXEMPT
 
 from .conftest import exact_state
 
@@ -147,14 +148,32 @@ def test_zero_cores() -> None:
 
 
 def test_too_many_cpus() -> None:
-    # 8 sockets x 65 cores = 520 > 512.
-    err = only_error({"topology": {"sockets": 8, "cores_per_socket": 65, "threads_per_core": 1}})
+    # 8 sockets x 129 cores = 1,032 > 1,024 (DESIGN 7: logical CPUs up to 1,024).
+    assert MAX_CPUS == 1024
+    err = only_error({"topology": {"sockets": 8, "cores_per_socket": 129, "threads_per_core": 1}})
     assert err["loc"] == ["topology"]
-    assert "520" in str(err["msg"]) and str(MAX_CPUS) in str(err["msg"])
-    # 8 x 64 = 512 is the limit itself and allowed (with a short run, to stay under the event limit).
+    assert "1032" in str(err["msg"]) and str(MAX_CPUS) in str(err["msg"])
+    # 8 x 128 = 1,024 is the limit itself and allowed (with a short run, to stay under the event limit).
     SimConfig.model_validate(
-        {"topology": {"sockets": 8, "cores_per_socket": 64, "threads_per_core": 1}, "duration_ms": 10}
+        {"topology": {"sockets": 8, "cores_per_socket": 128, "threads_per_core": 1}, "duration_ms": 5}
     )
+
+
+def test_four_threads_per_core_allowed_five_refused() -> None:
+    config = SimConfig.model_validate(
+        {"topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 4}}
+    )
+    assert config.n_cpus() == 8
+    err = only_error({"topology": {"threads_per_core": 5}})
+    assert err["loc"] == ["topology", "threads_per_core"]
+
+
+def test_explicit_cpu_count_must_match_the_layout() -> None:
+    ok = {"sockets": 2, "cores_per_socket": 26, "threads_per_core": 2, "cpus": 104}
+    assert SimConfig.model_validate({"topology": ok, "duration_ms": 10}).n_cpus() == 104
+    err = only_error({"topology": {**ok, "cpus": 96}})
+    assert err["loc"] == ["topology", "cpus"]
+    assert "96 CPUs given" in str(err["msg"]) and "104" in str(err["msg"])
 
 
 def test_too_many_expected_events() -> None:
@@ -301,14 +320,32 @@ def test_config_hash_is_stable() -> None:
 
 @pytest.mark.parametrize("name", ["skx", "icx", "wsm"])
 def test_config_hash_is_of_the_canonical_json(name: str) -> None:
-    # SHA-256 of the config's JSON with sorted keys and the resolved table in it, whichever way
-    # the hash is computed.
+    # SHA-256 of the config's JSON with sorted keys and the resolved table in it (less the fields
+    # that describe the table rather than feed the model), whichever way the hash is computed.
     named = SimConfig(platform=name)
     data = named.model_dump(mode="json")
-    data["platform_table"] = load_platform(name).model_dump(mode="json")
+    data["platform_table"] = load_platform(name).model_dump(mode="json", exclude=HASH_EXEMPT)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
     assert named.config_hash() == hashlib.sha256(blob).hexdigest()
+    data["platform_table"] = load_platform(name).model_dump(mode="json")
     assert SimConfig.model_validate(data).config_hash() == named.config_hash()
+
+
+def test_config_hash_ignores_facts_about_the_table_but_not_its_figures() -> None:
+    skx = load_platform("skx")
+    base = SimConfig(platform="skx", platform_table=skx).config_hash()
+    facts = skx.model_copy(update={"cpu_models": [], "kernel_table": "x", "modelled_on": "y"})
+    assert SimConfig(platform="skx", platform_table=facts).config_hash() == base
+    states = [s.model_copy(update={"source": "elsewhere"}) for s in skx.states]
+    assert (
+        SimConfig(platform="skx", platform_table=skx.model_copy(update={"states": states})).config_hash()
+        == base
+    )
+    states[3] = states[3].model_copy(update={"target_residency_us": 601.0})
+    assert (
+        SimConfig(platform="skx", platform_table=skx.model_copy(update={"states": states})).config_hash()
+        != base
+    )
 
 
 def test_config_hash_is_stable_across_processes() -> None:

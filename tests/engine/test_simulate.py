@@ -1009,5 +1009,5 @@ def test_limits_enforced_before_work_starts() -> None:
 
     with pytest.raises(ValidationError, match="events expected"):
         make_config(duration_ms=60_000.0, topology=topo(8, 64))
-    with pytest.raises(ValidationError, match="over the limit of 512"):
-        make_config(topology={"sockets": 8, "cores_per_socket": 65, "threads_per_core": 1})
+    with pytest.raises(ValidationError, match="over the limit of 1024"):
+        make_config(topology={"sockets": 8, "cores_per_socket": 129, "threads_per_core": 1})
