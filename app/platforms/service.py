@@ -25,7 +25,7 @@ from app.platforms import store
 from app.platforms.machine import CounterSummary, TableMatch, build_platform, counter_summary, match_builtin
 from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
-from engine.config import config_errors, table_errors
+from engine.config import config_errors, table_errors, unknown_platform_message
 
 # The cost model's parameters as the platform page and the new-run form label them.
 COST_LABELS: dict[str, tuple[str, str]] = {
@@ -134,7 +134,7 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     if body.based_on not in BUILTIN_PLATFORMS:
         raise InvalidInput.one(
             ["body", "based_on"],
-            f"unknown platform {body.based_on!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}",
+            unknown_platform_message(body.based_on),
         )
     if taken(session, body.name):
         raise Conflict(f"platform {body.name!r} already exists; choose another name")
@@ -160,11 +160,7 @@ def resolve_table(session: Session, name: Any, inline: Any, loc: Sequence[str | 
     row = store.get_platform(session, name)
     if row is None:
         custom = [p.name for p in store.list_platforms(session)]
-        raise InvalidInput.one(
-            list(loc),
-            f"unknown platform {name!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}; "
-            + (f"custom tables are {', '.join(custom)}" if custom else "there are no custom tables"),
-        )
+        raise InvalidInput.one(list(loc), unknown_platform_message(name, custom))
     return Platform.model_validate_json(row.table)
 
 
