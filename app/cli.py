@@ -414,6 +414,13 @@ def cmd_platforms_import(args: argparse.Namespace) -> int:
         base = _settings().base_url()
     topo = view.topology
     print(f"imported {table.name}: {view.recognised.message}")
+    rec = view.recognition
+    if rec is not None:
+        print(
+            f"based_on: {rec.based_on or 'none'}; variant: {', '.join(rec.variant) or 'none'}; "
+            f"driver: {rec.driver}; governor: {rec.governor or 'none'}"
+            + ("" if rec.family_modelled else "; hardware not modelled for this family")
+        )
     print(
         f"topology: {topo.sockets} socket(s), {topo.cores} cores, {topo.threads_per_core} thread(s) per core"
         + (" (inferred)" if topo.inferred else "")

@@ -542,7 +542,7 @@ UNKNOWN_PLATFORM_NAMES = 10
 
 
 def unknown_platform_message(name: str, custom: list[str] | None = None) -> str:
-    """"unknown platform 'x'; ..." with at most `UNKNOWN_PLATFORM_NAMES` of the built-in and custom
+    """ "unknown platform 'x'; ..." with at most `UNKNOWN_PLATFORM_NAMES` of the built-in and custom
     names (None: custom ones not known here), the closest to `name` first, and how many there are."""
     builtin = sorted(BUILTIN_PLATFORMS)
     names = builtin + sorted(custom or [])

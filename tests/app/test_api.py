@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.app.factories import small_config, submit, wait_finished
 from engine import BUILTIN_PLATFORMS
+from tests.app.factories import small_config, submit, wait_finished
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.platforms.machine import build_platform, counter_summary, match_builtin
-from engine import BUILTIN_PLATFORMS
+from app.platforms.machine import (
+    build_platform,
+    counter_summary,
+    machine_platform,
+    match_builtin,
+    recognise_dump,
+    run_topology,
+)
 from app.platforms.sysfs import MAX_CPUS, DumpError, SysfsDump, parse_dump
+from engine import BUILTIN_PLATFORMS
 from tests.app.platforms.machines import (
     CLIENT,
     HEADER,
@@ -107,15 +114,16 @@ def test_skx_table_equals_the_builtin_and_the_platform_borrows_its_costs() -> No
     assert any("equals the built-in 'skx'" in n for n in platform.notes)
 
 
-def test_skx_with_c6_at_92_276_is_the_pc6_disabled_variant() -> None:
+def test_skx_with_c6_at_92_276_is_recognised_as_pc6_off_and_runs_at_pc2() -> None:
     dump = parse_dump(grep_text(machine_files(SKX_PC6_OFF, 4)))
-    match = match_builtin(dump)
-    assert (match.builtin, match.relation) == ("skx", "variant")
-    assert match.variant == "skx with package C6 disabled in BIOS (package limit PC0 or PC2)"
-    platform = build_platform(dump, "pc6-off")
-    assert platform.states[3].exit_latency_us == 92
-    # skx's C6 median belongs to its 133 us worst case: it does not carry over to 92 us.
-    assert platform.states[3].exit_latency_median_us is None
+    topology = run_topology(dump.topology)
+    rec, match = recognise_dump(dump, topology)
+    assert (rec.based_on, rec.variant, match.relation, match.variant) == ("skx", ["pc6-off"], "variant", "pc6-off")
+    assert rec.config["package"] == {"limit": "PC2"}
+    platform = machine_platform(dump, rec, match, "pc6-off")
+    # The engine rewrites C6 under that limit, as skx_idle_state_table_update() does.
+    assert platform.under_package_limit("PC2").states[3].exit_latency_us == 92
+    assert topology == {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1, "cpus": 4}
 
 
 def test_icx_table_equals_icx_and_keeps_the_published_median_labelled_borrowed() -> None:
@@ -300,7 +308,7 @@ def test_hostile_numbers_are_refused_without_building_them() -> None:
 
 def test_too_many_cpus_is_named_at_the_first_cpu_over() -> None:
     text = "".join(f"/sys/devices/system/cpu/cpu{c}/cpuidle/state0/name:POLL\n" for c in range(MAX_CPUS + 1))
-    expect_error(text, MAX_CPUS + 1, "too many CPUs", "cpu512")
+    expect_error(text, MAX_CPUS + 1, "too many CPUs", f"cpu{MAX_CPUS}", "at most 1024")
 
 
 def test_too_many_states() -> None:
@@ -319,7 +327,7 @@ def test_no_states_at_all() -> None:
 
 
 def test_a_large_dump_is_bounded_by_cpus_not_lines() -> None:
-    # 512 CPUs x 6 states: ~37k lines, well past any line count a careless bound would pick.
+    # 1,024 CPUs x 6 states: ~74k lines, well past any line count a careless bound would pick.
     dump = parse_dump(grep_text(machine_files(CLIENT, MAX_CPUS)))
     assert len(dump.cpus) == MAX_CPUS
 
