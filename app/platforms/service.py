@@ -337,10 +337,9 @@ def _machine_run(
     config = {k: v for k, v in recognised.items() if k != "platform_table"}
     config["platform"] = table.name
     config["topology"] = topology
-    if not recognised:
-        disabled = [
-            t.name for s, t in zip(dump.states, table.states[-len(dump.states) :], strict=True) if s.disabled
-        ]
+    if not recognised and dump.states:
+        offset = len(table.states) - len(dump.states)  # POLL added in front when the dump has none
+        disabled = [table.states[offset + s.index].name for s in dump.states if s.disabled]
         if disabled:
             config["states"] = {"disabled": disabled}
         if dump.governor in get_args(GovernorName):

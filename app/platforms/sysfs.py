@@ -304,6 +304,7 @@ def _read_record(raw: _Raw, n: int, path: str, value: str) -> None:
         if _int(value, n, f"cpu{cpu}/online") not in (0, 1):
             raise DumpError(n, f"cpu{cpu}/online: expected 0 or 1, got {value!r}")
         _put(raw.online, str(cpu), value.strip(), n, f"cpu{cpu}/online")
+        raw.cpu_first_line.setdefault(cpu, n)
         return
     m = _GLOBAL_LINE.match(path)
     if m:
@@ -366,10 +367,17 @@ def parse_dump(data: bytes | str) -> SysfsDump:
     if not any(ln.strip() for ln in lines):
         raise DumpError(None, "the file is empty")
     raw = _read_records(lines)
-    if not raw.states:
+    # Most KVM guests have no cpuidle driver: no states, and current_driver says "none".
+    no_driver = "current_driver" in raw.globals and raw.globals["current_driver"].value.strip() == "none"
+    if not raw.states and not (no_driver and raw.cpu_first_line):
         raise DumpError(
             None,
-            "no cpuidle state records (cpuN/cpuidle/stateK/...): cpuidle disabled, or another file?",
+            "no cpuidle state records (cpuN/cpuidle/stateK/...): cpuidle disabled, or another file?"
+            + (
+                " (current_driver none, but no CPU records either: add .../cpu*/topology/)"
+                if no_driver
+                else ""
+            ),
         )
     states = _build_states(raw)
     cpus = _build_cpus(raw, len(states))

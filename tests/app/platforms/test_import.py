@@ -54,7 +54,12 @@ def test_a_skx_dump_is_recognised_with_its_topology_and_counters(app_client: Any
     assert c6["usage"] == 96 * 3000 and c6["above_ratio"] == pytest.approx(0.1)
     assert len(machine["counters"]["per_cpu"]) == 96
     # Recognition's contract fields; a recognised table keeps its own platform's costs.
-    assert (body["based_on"], body["variant"], body["driver"], body["governor"]) == ("skx", [], "intel_idle", "menu")
+    assert (body["based_on"], body["variant"], body["driver"], body["governor"]) == (
+        "skx",
+        [],
+        "intel_idle",
+        "menu",
+    )
     assert body["family_modelled"] is True
     assert body["table"]["costs"]["tsc_mhz"] == skx_costs()["tsc_mhz"]
     # The page shows the snapshot: the measured C6 share in the counter table.

@@ -118,7 +118,12 @@ def test_skx_with_c6_at_92_276_is_recognised_as_pc6_off_and_runs_at_pc2() -> Non
     dump = parse_dump(grep_text(machine_files(SKX_PC6_OFF, 4)))
     topology = run_topology(dump.topology)
     rec, match = recognise_dump(dump, topology)
-    assert (rec.based_on, rec.variant, match.relation, match.variant) == ("skx", ["pc6-off"], "variant", "pc6-off")
+    assert (rec.based_on, rec.variant, match.relation, match.variant) == (
+        "skx",
+        ["pc6-off"],
+        "variant",
+        "pc6-off",
+    )
     assert rec.config["package"] == {"limit": "PC2"}
     platform = machine_platform(dump, rec, match, "pc6-off")
     # The engine rewrites C6 under that limit, as skx_idle_state_table_update() does.
