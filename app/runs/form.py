@@ -103,7 +103,7 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     "topology.cpus",
                     "Online CPUs",
                     "int?",
-                    hint="Blank: sockets x cores x threads. A machine's online CPUs, checked against that product.",
+                    hint="Blank: sockets x cores x threads. A machine's online CPUs, checked against it.",
                 ),
                 FormField(
                     "package.limit",
