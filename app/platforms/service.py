@@ -33,7 +33,7 @@ from app.platforms.machine import (
 from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
 from engine.config import GovernorName, config_errors, table_errors, unknown_platform_message
-from engine.intel_idle_table import table_string
+from engine.intel_idle_table import TableStringError, apply_table_string, table_string
 
 # The cost model's parameters as the platform page and the new-run form label them.
 COST_LABELS: dict[str, tuple[str, str]] = {
@@ -54,10 +54,13 @@ COST_LABELS: dict[str, tuple[str, str]] = {
 
 
 class PlatformCreate(BaseModel):
-    """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model.
+    """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model,
+    given as `states` or as an `intel_idle.table=` string on a `base` table.
 
     POLL is added as state 0 when `states` does not start with it. Exit latencies and target
-    residencies must not decrease.
+    residencies must not decrease. A string is parsed and validated as the kernel does (each
+    latency and residency strictly greater than the previous state's, over the whole table); where
+    the kernel would ignore it, the 422 quotes the kernel's message.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -75,7 +78,16 @@ class PlatformCreate(BaseModel):
     based_on: str = Field(
         default="skx", description="Built-in platform whose topology, costs and power it uses."
     )
-    states: Annotated[list[CState], Field(min_length=1, max_length=32)]
+    states: Annotated[list[CState] | None, Field(min_length=1, max_length=32)] = None
+    base: str | None = Field(
+        default=None,
+        description="With `intel_idle_table`: the built-in intel_idle platform whose states it adjusts.",
+    )
+    intel_idle_table: Annotated[str | None, Field(max_length=1024)] = Field(
+        default=None,
+        description="An `intel_idle.table=` value (`name:latency:residency`, comma-separated), e.g. "
+        '"C1:1:1,C1E:4:4,C6:170:600", applied to `base` as the kernel applies it at boot.',
+    )
 
 
 class PlatformRead(BaseModel):
@@ -180,8 +192,15 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
             ["body", "based_on"],
             unknown_platform_message(body.based_on),
         )
+    if (body.states is None) == (body.intel_idle_table is None):
+        raise InvalidInput.one(
+            ["body"], "give `states` or `intel_idle_table` (with `base`), not both", "missing"
+        )
     if taken(session, body.name):
         raise Conflict(f"platform {body.name!r} already exists; choose another name")
+    if body.intel_idle_table is not None:
+        return _create_from_string(session, body, body.intel_idle_table)
+    assert body.states is not None
     poll_added = body.states[0].name != "POLL"
     try:
         table = custom_platform(
@@ -193,6 +212,27 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     if errors:
         raise InvalidInput([_as_given(e, poll_added) for e in errors])
     row = store.create_platform(session, table, based_on=body.based_on, states=body.states)
+    return _custom_read(row)
+
+
+def _create_from_string(session: Session, body: PlatformCreate, string: str) -> PlatformRead:
+    """A custom platform that is `base` under `intel_idle.table=<string>`."""
+    if body.base is None or body.base not in BUILTIN_PLATFORMS:
+        message = "the table the string adjusts" if body.base is None else unknown_platform_message(body.base)
+        raise InvalidInput.one(["body", "base"], message, "missing" if body.base is None else "value_error")
+    base = load_platform(body.base)
+    try:
+        table = apply_table_string(base, string, name=body.name)
+    except TableStringError as exc:
+        raise InvalidInput.one(
+            ["body", "intel_idle_table"], f"the kernel ignores this string: {exc.message}", "value_error"
+        ) from None
+    if body.title:
+        table = table.model_copy(update={"title": body.title})
+    errors = table_errors(table, [])
+    if errors:
+        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in errors])
+    row = store.create_platform(session, table, based_on=body.base)
     return _custom_read(row)
 
 
