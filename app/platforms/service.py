@@ -281,6 +281,8 @@ class MachineView(BaseModel):
     driver: str | None = None
     governor: str | None = None
     model_name: str | None = None
+    cpu_family: int | None = None
+    cpu_model: int | None = None
     kernel: str | None = None
     collected_at: str | None = None
     disabled_states: list[str] = []  # engine state names the user disabled on every CPU
@@ -357,6 +359,8 @@ def import_dump(
         driver=dump.driver,
         governor=dump.governor,
         model_name=dump.model_name,
+        cpu_family=dump.cpu_family,
+        cpu_model=dump.cpu_model,
         kernel=dump.kernel,
         collected_at=dump.collected_at,
         disabled_states=list(config.get("states", {}).get("disabled", [])),
