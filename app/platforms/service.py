@@ -428,7 +428,14 @@ def _simulated(result: dict[str, Any]) -> dict[str, Any]:
         }
     names = result["per_cpu_state_names"]
     per_cpu = [dict(zip(names, row, strict=False)) for row in result["per_cpu_residency"]]
-    return {"states": states, "per_cpu": per_cpu, "idle_share": 1.0 - result["busy_share"]}
+    turbostat = result.get("hardware", {}).get("system", {}).get("turbostat", {})
+    package = {k: v / 100 for k, v in turbostat.items() if k.startswith(("Pkg%pc", "Mod%c"))}
+    return {
+        "states": states,
+        "per_cpu": per_cpu,
+        "idle_share": 1.0 - result["busy_share"],
+        "package": package,
+    }
 
 
 def machine_context(session: Session, view: dict[str, Any], run_id: str | None) -> dict[str, Any]:
