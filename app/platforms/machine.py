@@ -370,6 +370,8 @@ class CounterSummary(_Model):
     states: list[StateShare]
     idle_share: float | None  # basis "uptime": the share of CPU time in any idle state
     per_cpu: list[CpuShares]
+    entries_per_idle_s: float | None = None  # sum of usage over sum of time: always available
+    window_s: float | None = None  # two snapshots: the counters are over this window, not since boot
 
 
 def counter_summary(dump: SysfsDump) -> CounterSummary:
@@ -381,7 +383,8 @@ def counter_summary(dump: SysfsDump) -> CounterSummary:
     a CPU onlined after boot counts from then, so its share is low.
     """
     n_states = len(dump.states)
-    up_us = dump.uptime_s * 1e6 if dump.uptime_s is not None else None
+    elapsed_s = dump.window_s if dump.window_s is not None else dump.uptime_s
+    up_us = elapsed_s * 1e6 if elapsed_s is not None else None
     per_cpu: list[CpuShares] = []
     totals = {k: [0] * n_states for k in ("usage", "time_us", "above", "below", "rejected")}
     time_cpus = [0] * n_states  # CPUs that report each state's time, for the overall denominator
@@ -426,15 +429,27 @@ def counter_summary(dump: SysfsDump) -> CounterSummary:
                 below_ratio=totals["below"][i] / usage if usage else None,
             )
         )
-    if up_us is not None:
+    if dump.window_s is not None:
         basis: Literal["uptime", "idle"] = "uptime"
+        note = f"shares of the {dump.window_s:g} s window between the dump's two snapshots, per CPU"
+    elif up_us is not None:
+        basis = "uptime"
         note = (
             f"shares of {dump.uptime_s:g} s of uptime per CPU (from /proc/uptime); counters run since each "
             "CPU's cpuidle device registered, so a CPU onlined later shows less"
         )
-        idle_share = idle_sum_all / (up_us * len(dump.cpus)) if dump.cpus else None
     else:
         basis = "idle"
         note = "no /proc/uptime in the dump: shares are among idle states only (busy time unknown)"
-        idle_share = None
-    return CounterSummary(basis=basis, note=note, states=out_states, idle_share=idle_share, per_cpu=per_cpu)
+    idle_share = idle_sum_all / (up_us * len(dump.cpus)) if up_us is not None and dump.cpus else None
+    entries = sum(s.usage for s in out_states)
+    idle_s = idle_sum_all / 1e6
+    return CounterSummary(
+        basis=basis,
+        note=note,
+        states=out_states,
+        idle_share=idle_share,
+        per_cpu=per_cpu,
+        entries_per_idle_s=entries / idle_s if idle_s > 0 else None,
+        window_s=dump.window_s,
+    )

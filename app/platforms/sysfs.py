@@ -27,11 +27,27 @@ GREP_COMMAND = (
     "grep -r . /sys/devices/system/cpu/cpu*/cpuidle/ /sys/devices/system/cpu/cpu*/topology/ "
     "/sys/devices/system/cpu/cpuidle/"
 )
+# /proc/cpuinfo's keys a dump keeps: the model and the topology, never `flags`, `bugs` or
+# `microcode` (a shared machine's vulnerability state).
+CPUINFO_KEYS = (
+    "processor", "vendor_id", "cpu family", "model", "model name",
+    "physical id", "siblings", "core id", "cpu cores",
+)  # fmt: skip
+# What a twin needs beside the table and counters (what `idlelab collect` writes too): the kernel
+# command line, CONFIG_HZ, nohz_full and isolated CPUs, online CPUs, per-CPU PM QoS limits.
+TWIN_RECORDS = (
+    "grep -H . /proc/sys/kernel/osrelease /proc/cmdline /sys/devices/system/cpu/nohz_full "
+    "/sys/devices/system/cpu/isolated /sys/devices/system/cpu/cpu*/online "
+    "/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us; "
+    "{ grep -H '^CONFIG_HZ=' /boot/config-$(uname -r) || zgrep -H '^CONFIG_HZ=' /proc/config.gz; } "
+    "2>/dev/null; "
+    "grep -H . /proc/uptime"
+)
 # The same file as `idlelab collect` writes, for a machine without idlelab (header lines first).
 DUMP_COMMAND = (
-    "{ grep -H -m4 -E '^(vendor_id|cpu family|model|model name)[[:space:]]*:' /proc/cpuinfo; "
-    "grep -H . /proc/sys/kernel/osrelease /proc/uptime; " + GREP_COMMAND + "; } > machine.txt"
-)
+    "{ grep -H -E '^(" + "|".join(CPUINFO_KEYS) + ")[[:space:]]*:' /proc/cpuinfo; "
+    + TWIN_RECORDS + "; " + GREP_COMMAND + "; } > machine.txt"
+)  # fmt: skip
 
 # sysfs prints `power` unsigned: POLL's -1 reads 4294967295; 0 means unknown too.
 _POWER_UNKNOWN = {0, 4294967295}
@@ -40,7 +56,14 @@ _STATE_COUNTER_FIELDS = ("usage", "time", "above", "below", "rejected")
 _STATE_FIELDS = {*_STATE_TABLE_FIELDS, *_STATE_COUNTER_FIELDS, "disable", "s2idle/usage", "s2idle/time"}
 _TOPOLOGY_INT_FIELDS = ("physical_package_id", "die_id", "cluster_id", "core_id")
 _TOPOLOGY_LIST_FIELDS = ("thread_siblings_list", "core_cpus_list", "core_siblings_list", "package_cpus_list")
-_GLOBAL_FIELDS = ("available_governors", "current_driver", "current_governor", "current_governor_ro")
+_GLOBAL_FIELDS = (
+    "available_governors", "current_driver", "current_governor", "current_governor_ro", "intel_c1_demotion"
+)  # fmt: skip
+_SYSTEM_LINE = re.compile(r"^/sys/devices/system/cpu/(nohz_full|isolated)$")
+_PM_QOS_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/power/pm_qos_resume_latency_us$")
+_HZ_LINE = re.compile(r"^(/boot/config-[^:/]{1,200}|/proc/config\.gz)$")
+# `idlelab collect --interval` writes a second snapshot of the counters after this line.
+SNAPSHOT_MARK = "# snapshot: 2"
 _CPUINFO_KEYS = {"vendor_id", "cpu family", "model", "model name"}
 # Per processor: its package and core, and the counts the first processor states for all.
 _CPUINFO_TOPOLOGY_KEYS = {"physical id", "core id", "siblings", "cpu cores"}
@@ -140,6 +163,14 @@ class SysfsDump(_Model):
     kernel: str | None = None
     uptime_s: float | None = None
     collected_at: str | None = None
+    # What a twin needs (DESIGN 7 "Twins"); None where the dump does not say.
+    cmdline: str | None = None
+    hz: int | None = None  # CONFIG_HZ
+    nohz_full: str | None = None  # a CPU list, or "(null)" as the kernel prints none
+    isolated: str | None = None
+    pm_qos_resume_latency_us: dict[int, str] = {}  # per CPU: "0" (no limit), "n/a", or microseconds
+    intel_c1_demotion: str | None = None
+    window_s: float | None = None  # two snapshots: the counters are their difference over this window
     notes: list[str] = []
 
     def state_names(self) -> list[str]:
@@ -249,9 +280,9 @@ class _Raw:
         self.grep_errors: list[int] = []
 
 
-def _read_records(lines: list[str]) -> _Raw:
+def _read_records(lines: list[str], first_line: int = 1) -> _Raw:
     raw = _Raw()
-    for n, text in enumerate(lines, start=1):
+    for n, text in enumerate(lines, start=first_line):
         if not text.strip():
             continue  # grep prints none; a hand-edited file may have some
         if text.startswith("#"):
@@ -278,8 +309,19 @@ def _read_records(lines: list[str]) -> _Raw:
 
 
 def _read_record(raw: _Raw, n: int, path: str, value: str) -> None:
+    if _HZ_LINE.match(path):
+        m = re.fullmatch(r"CONFIG_HZ=(\d{1,5})", value.strip())
+        if not m:
+            raise DumpError(n, f"{path}: expected CONFIG_HZ=<number>, got {value!r}")
+        _put(raw.proc, "CONFIG_HZ", m.group(1), n, "CONFIG_HZ")
+        return
     if path.startswith("/proc/"):
         _read_proc(raw, n, path, value)
+        return
+    m = _SYSTEM_LINE.match(path) or _PM_QOS_LINE.match(path)
+    if m:
+        key = path.removeprefix("/sys/devices/system/cpu/")
+        _put(raw.proc, key, value.strip(), n, path)
         return
     m = _CPU_LINE.match(path)
     if m:
@@ -330,7 +372,7 @@ def _read_proc(raw: _Raw, n: int, path: str, value: str) -> None:
         if key in _CPUINFO_KEYS and key not in raw.cpuinfo:
             raw.cpuinfo[key] = _Field(val.strip(), n)  # the first processor's; later ones repeat it
         return
-    if path in ("/proc/uptime", "/proc/sys/kernel/osrelease"):
+    if path in ("/proc/uptime", "/proc/sys/kernel/osrelease", "/proc/cmdline"):
         _put(raw.proc, path, value, n, path)
         return
     raise DumpError(n, f"not a record of a sysfs cpuidle dump: {path[:80]!r}")
@@ -366,7 +408,9 @@ def parse_dump(data: bytes | str) -> SysfsDump:
     lines = _text_lines(data)
     if not any(ln.strip() for ln in lines):
         raise DumpError(None, "the file is empty")
-    raw = _read_records(lines)
+    mark = next((i for i, ln in enumerate(lines) if ln.startswith(SNAPSHOT_MARK)), None)
+    raw = _read_records(lines if mark is None else lines[:mark])
+    later = None if mark is None else _read_records(lines[mark + 1 :], first_line=mark + 2)
     # Most KVM guests have no cpuidle driver: no states, and current_driver says "none".
     no_driver = "current_driver" in raw.globals and raw.globals["current_driver"].value.strip() == "none"
     if not raw.states and not (no_driver and raw.cpu_first_line):
@@ -383,6 +427,15 @@ def parse_dump(data: bytes | str) -> SysfsDump:
     cpus = _build_cpus(raw, len(states))
     topology, topo_notes = _build_topology(raw, cpus)
     notes = list(topo_notes)
+    uptime_s, window_s = _uptime(raw), None
+    if later is not None:
+        assert mark is not None
+        cpus, uptime_s, window_s = _over_window(raw, later, cpus, len(states), mark + 1)
+        notes.append(f"counters over the {window_s:g} s between the dump's two snapshots")
+    else:
+        notes.append(
+            "one snapshot: counters since boot (figures per idle second; collect --interval gives a window)"
+        )
     if raw.grep_errors:
         notes.append(
             f"{len(raw.grep_errors)} 'grep:' error line(s) skipped (first on line {raw.grep_errors[0]})"
@@ -406,10 +459,64 @@ def parse_dump(data: bytes | str) -> SysfsDump:
         kernel=raw.proc["/proc/sys/kernel/osrelease"].value.strip()
         if "/proc/sys/kernel/osrelease" in raw.proc
         else None,
-        uptime_s=_uptime(raw),
+        uptime_s=uptime_s,
         collected_at=raw.collected_at,
+        cmdline=_proc(raw, "/proc/cmdline"),
+        hz=int(raw.proc["CONFIG_HZ"].value) if "CONFIG_HZ" in raw.proc else None,
+        nohz_full=_proc(raw, "nohz_full"),
+        isolated=_proc(raw, "isolated"),
+        pm_qos_resume_latency_us={
+            int(k.split("/")[0][3:]): f.value
+            for k, f in raw.proc.items()
+            if k.endswith("pm_qos_resume_latency_us")
+        },
+        intel_c1_demotion=raw.globals["intel_c1_demotion"].value.strip()
+        if "intel_c1_demotion" in raw.globals
+        else None,
+        window_s=window_s,
         notes=notes,
     )
+
+
+def _proc(raw: _Raw, key: str) -> str | None:
+    f = raw.proc.get(key)
+    return f.value.strip() if f is not None else None
+
+
+def _over_window(
+    raw: _Raw, later: _Raw, cpus: list[CpuRecord], n_states: int, mark_line: int
+) -> tuple[list[CpuRecord], float, float]:
+    """Each CPU's counters as the second snapshot's minus the first's, and the window's length."""
+    first_up, second_up = _uptime(raw), _uptime(later)
+    if first_up is None or second_up is None:
+        raise DumpError(mark_line, "two snapshots need /proc/uptime in each, to know the window")
+    window = second_up - first_up
+    if window <= 0:
+        raise DumpError(
+            later.proc["/proc/uptime"].line, f"the second snapshot's uptime is not later ({window:g} s)"
+        )
+    after = {c.cpu: c for c in _build_cpus(later, n_states)}
+    out = []
+    for c in cpus:
+        b = after.get(c.cpu)
+        counters: list[StateCounters | None] = []
+        for idx, before in enumerate(c.counters):
+            now = b.counters[idx] if b is not None and idx < len(b.counters) else None
+            if before is None or now is None:
+                counters.append(None)
+                continue
+            delta: dict[str, int | None] = {}
+            for key in ("usage", "time_us", "above", "below", "rejected"):
+                x, y = getattr(before, key), getattr(now, key)
+                if x is not None and y is not None and y < x:
+                    line = later.state_first_line.get((c.cpu, idx), mark_line)
+                    raise DumpError(
+                        line, f"cpu{c.cpu} state{idx} {key} went back between the snapshots ({x} -> {y})"
+                    )
+                delta[key] = None if x is None or y is None else y - x
+            counters.append(StateCounters(**delta))
+        out.append(c.model_copy(update={"counters": counters}))
+    return out, second_up, window
 
 
 def _cpuinfo(raw: _Raw, key: str) -> str | None:
