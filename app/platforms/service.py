@@ -286,6 +286,9 @@ class MachineView(BaseModel):
     kernel: str | None = None
     collected_at: str | None = None
     disabled_states: list[str] = []  # engine state names the user disabled on every CPU
+    # What a twin needs beside the counters: cmdline, hz, nohz_full, isolated, pm_qos_resume_latency_us,
+    # intel_c1_demotion, window_s (the dump's fields of those names; absent where it does not say).
+    twin: dict[str, Any] = {}
     counters: CounterSummary
     notes: list[str] = []
 
@@ -366,6 +369,19 @@ def import_dump(
         disabled_states=list(config.get("states", {}).get("disabled", [])),
         counters=counters,
         notes=list(dump.notes),
+        twin={
+            k: v
+            for k in (
+                "cmdline",
+                "hz",
+                "nohz_full",
+                "isolated",
+                "pm_qos_resume_latency_us",
+                "intel_c1_demotion",
+                "window_s",
+            )
+            if (v := getattr(dump, k)) not in (None, {})
+        },
     )
     # The row's based_on is the built-in whose costs the table has (the answer's is recognition's).
     store.create_platform(session, table, based_on=match.builtin, machine=view.model_dump_json())

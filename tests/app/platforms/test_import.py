@@ -184,3 +184,22 @@ def test_the_import_paths_take_up_to_8_mib_and_other_posts_keep_their_limit(app_
     padded = b"{" + b" " * (300 * 1024) + b"}"
     runs = app_client.post("/api/runs", content=padded, headers={"content-type": "application/json"})
     assert runs.status_code == 413
+
+
+def test_a_1024_cpu_machine_with_its_topology_fits_the_import_limit(app_client: Any) -> None:
+    def layout(cpu: int) -> tuple[int, int, str]:  # 2 sockets x 256 cores x 2 threads
+        first = cpu % 512
+        return first // 256, first % 256, f"{first},{first + 512}"
+
+    files = machine_files(SKX, 1024, layout=layout)
+    for cpu in range(1024):  # the lists a real topology/ has too (~3.5 KB per CPU in all)
+        package = "0-255,512-767" if cpu % 512 < 256 else "256-511,768-1023"
+        for name in ("package_cpus_list", "core_siblings_list", "die_cpus_list"):
+            files[f"/sys/devices/system/cpu/cpu{cpu}/topology/{name}"] = package
+    body = grep_text(files, HEADER).encode()
+    assert len(body) > 3 * 2**20
+    r = post_dump(app_client, body, name="big")
+    assert r.status_code == 201, r.text[:300]
+    assert r.json()["machine"]["config"]["topology"] == {
+        "sockets": 2, "cores_per_socket": 256, "threads_per_core": 2, "cpus": 1024
+    }  # fmt: skip
