@@ -371,11 +371,21 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--interval: seconds, got {text!r}") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"--interval: 0.1 to 3600 seconds, got {text}")
+    return value
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     """Write this machine's sysfs dump (reads only sysfs and /proc; no root needed)."""
     from app.platforms.collect import collect
 
-    text = collect(args.root)
+    text = collect(args.root, interval_s=args.interval)
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return 0
@@ -417,6 +427,13 @@ def cmd_platforms_import(args: argparse.Namespace) -> int:
         base = _settings().base_url()
     topo = view.topology
     print(f"imported {table.name}: {view.recognised.message}")
+    rec = view.recognition
+    if rec is not None:
+        print(
+            f"based_on: {rec.based_on or 'none'}; variant: {', '.join(rec.variant) or 'none'}; "
+            f"driver: {rec.driver}; governor: {rec.governor or 'none'}"
+            + ("" if rec.family_modelled else "; hardware not modelled for this family")
+        )
     print(
         f"topology: {topo.sockets} socket(s), {topo.cores} cores, {topo.threads_per_core} thread(s) per core"
         + (" (inferred)" if topo.inferred else "")
@@ -658,6 +675,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     coll = sub.add_parser("collect", help="write this machine's cpuidle and topology dump (no root needed)")
     coll.add_argument("-o", "--output", help="the file to write (default: standard output)")
+    coll.add_argument(
+        "--interval",
+        type=_interval,
+        metavar="SECONDS",
+        help="write a second snapshot after SECONDS (0.1-3600): the counters are then rates over that window",
+    )
     coll.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
     coll.set_defaults(func=cmd_collect)
 

@@ -7,6 +7,7 @@ messages that name the field and the reason.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -400,10 +401,7 @@ class SimConfig(_Model):
         if self.platform_table is not None:
             return self.platform_table
         if self.platform not in BUILTIN_PLATFORMS:
-            raise ValueError(
-                f"platform: unknown platform {self.platform!r}; built-in tables are "
-                f"{', '.join(sorted(BUILTIN_PLATFORMS))}"
-            )
+            raise ValueError(f"platform: {unknown_platform_message(self.platform)}")
         return BUILTIN_PLATFORMS[self.platform]
 
     def n_cpus(self, table: Platform | None = None) -> int:
@@ -539,3 +537,22 @@ def field_error(loc: list[str | int], msg: str, type_: str) -> dict[str, object]
         loc = loc + [int(p) if p.isdigit() else p for p in head.split(".")]
         msg = tail
     return {"loc": loc, "msg": msg, "type": type_}
+
+
+# The unknown-platform message lists this many names at most, the closest first.
+UNKNOWN_PLATFORM_NAMES = 10
+
+
+def unknown_platform_message(name: str, custom: list[str] | None = None) -> str:
+    """ "unknown platform 'x'; ..." with at most `UNKNOWN_PLATFORM_NAMES` of the built-in and custom
+    names (None: custom ones not known here), the closest to `name` first, and how many there are."""
+    builtin = sorted(BUILTIN_PLATFORMS)
+    names = builtin + sorted(custom or [])
+    ranked = sorted(names, key=lambda n: (-difflib.SequenceMatcher(None, name, n).ratio(), n))
+    shown = ranked[:UNKNOWN_PLATFORM_NAMES]
+    echo = name if len(name) <= 64 else f"{name[:64]}...({len(name) - 64} more)"
+    counts = f"{len(builtin)} built-in tables"
+    if custom is not None:
+        counts += f" and {len(custom)} custom" if custom else "; there are no custom tables"
+    more = f" ({len(names) - len(shown)} more)" if len(names) > len(shown) else ""
+    return f"unknown platform {echo!r}; {counts}; the closest: {', '.join(shown)}{more}"

@@ -42,7 +42,12 @@ async def import_measurement_form(request: Request, session: SessionDep, setting
 def measurement_page(request: Request, measurement_id: str, session: SessionDep) -> Response:
     view = service.load_measurement_view(session, measurement_id)
     platforms = [p.name for p in platforms_view(session).platforms]
-    context = {"m": view.to_dict(), "charts": measurement_figures(view.view), "platforms": platforms}
+    context = {
+        "m": view.to_dict(),
+        "charts": measurement_figures(view.view),
+        "platforms": platforms,
+        "cpu": service.stored_cpu(session, measurement_id),  # None: "Simulate this" asks for the platform
+    }
     return web.page(request, "measurement.html", context)
 
 

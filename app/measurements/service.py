@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import re
+import tarfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -297,6 +298,95 @@ def choose_platform(session: Session, wanted: list[str], given: str | None = Non
     return "skx", "no platform has every requested state: skx, with the states it lacks left out"
 
 
+# turbostat's preamble: "CPUID(1): family:model:stepping 0x6:8f:8 (6:143:8)" (process_cpuid() in
+# tools/power/x86/turbostat/turbostat.c); a /proc/cpuinfo copy (a wult result's stats) names both too.
+_CPUID = re.compile(
+    rb"CPUID\(1\): family:model:stepping 0x[0-9a-f]+:[0-9a-f]+:[0-9a-f]+ \((\d{1,4}):(\d{1,4}):\d{1,4}\)"
+)
+_CPUINFO_FAMILY = re.compile(rb"^cpu family\s*:\s*(\d{1,4})\s*$", re.M)
+_CPUINFO_MODEL = re.compile(rb"^model\s*:\s*(\d{1,4})\s*$", re.M)
+_MAX_MEMBER = 16 * 2**20  # archive members read for the CPU model: text files of a result
+
+
+def _texts(name: str, data: bytes) -> list[bytes]:
+    """A stored file's text, or an archive's members' (a wult result's directory)."""
+    try:
+        if zipfile.is_zipfile(io.BytesIO(data)):
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                return [zf.read(i) for i in zf.infolist() if i.file_size <= _MAX_MEMBER][:64]
+        if name.endswith((".tar", ".tar.gz", ".tgz")) or data[:2] == b"\x1f\x8b":
+            with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+                members = [m for m in tf.getmembers() if m.isfile() and m.size <= _MAX_MEMBER][:64]
+                return [f.read() for m in members if (f := tf.extractfile(m)) is not None]
+    except (zipfile.BadZipFile, tarfile.TarError, OSError):
+        pass
+    return [data]
+
+
+def measured_cpu(files: Mapping[str, bytes]) -> tuple[int, int] | None:
+    """(family, model) of the CPU a measurement's files name: turbostat's CPUID(1) line, or
+    /proc/cpuinfo's `cpu family` and `model`; None when none does."""
+    for name, data in files.items():
+        for text in _texts(name, data):
+            m = _CPUID.search(text)
+            if m:
+                return int(m.group(1)), int(m.group(2))
+            fam, mod = _CPUINFO_FAMILY.search(text), _CPUINFO_MODEL.search(text)
+            if fam and mod:
+                return int(fam.group(1)), int(mod.group(1))
+    return None
+
+
+def stored_cpu(session: Session, measurement_id: str) -> tuple[int, int] | None:
+    """`measured_cpu` of a stored measurement's files."""
+    row = store.get_measurement(session, measurement_id)
+    if row is None:
+        raise NotFound(f"measurement {measurement_id!r} not found")
+    return measured_cpu(unpack_files(row.files))
+
+
+def simulation_platform(
+    session: Session, measurement_id: str, wanted: list[str], given: str | None
+) -> tuple[str, str]:
+    """(platform, why) of "Simulate this": `given`, else the one platform of the CPU model the
+    measurement names (an imported machine of that model, else the built-in table for it); with
+    none, or several, a 422 at `body.platform` listing the candidates. Never merely the newest import."""
+    if given:
+        platforms.platform_view(session, given)  # NotFound for an unknown name
+        return given, f"platform {given!r} as asked"
+    cpu = stored_cpu(session, measurement_id)
+    every = platforms.platforms_view(session).platforms
+    if cpu is not None:
+        family, model = cpu
+        imported = [
+            p.name
+            for p in every
+            if p.machine is not None and (p.machine.get("cpu_family"), p.machine.get("cpu_model")) == cpu
+        ]
+        builtin = [
+            p.name
+            for p in every
+            if not p.custom and any((c.family, c.model) == cpu for c in p.table.cpu_models)
+        ]
+        found = imported or builtin
+        if len(found) == 1:
+            kind = "imported machine" if imported else "built-in table"
+            return found[0], f"{kind} {found[0]!r} is the measured CPU's (family {family}, model {model})"
+        named = f"the measured CPU (family {family}, model {model})"
+        why = f"several platforms are {named}" if found else f"no platform is {named}"
+    else:
+        found, why = [], "the measurement names no CPU model (turbostat's CPUID(1) line, /proc/cpuinfo)"
+    names = set(wanted)
+    candidates = found or [p.name for p in every if names <= {s.name for s in p.table.states}]
+    raise InvalidInput.one(
+        ["body", "platform"],
+        f"{why}: choose the platform; candidates with every measured state: "
+        f"{', '.join(candidates[:20]) or 'none'}"
+        + (f" ({len(candidates) - 20} more)" if len(candidates) > 20 else ""),
+        "missing",
+    )
+
+
 def simulation_config(
     session: Session, measurement_id: str, *, platform: str | None = None
 ) -> tuple[dict[str, Any], str, list[str]]:
@@ -304,7 +394,7 @@ def simulation_config(
     m = load_measurement_view(session, measurement_id)
     view = m.view
     wanted = _requested(view)
-    name, why = choose_platform(session, wanted, platform)
+    name, why = simulation_platform(session, measurement_id, wanted, platform)
     table = platforms.platform_view(session, name).table
     states = [s.name for s in table.states]
     notes = [why]

@@ -1,25 +1,32 @@
 """`idlelab collect`: a machine's cpuidle table, counters and topology as the text `parse_dump` reads.
 
-It prints what `DUMP_COMMAND` (app/platforms/sysfs.py) prints: header records from /proc (the
-first processor's vendor, family, model and model name; the kernel release; the uptime, read
-just before the counters so that shares can be worked out), then `grep -r .` over
-cpu*/cpuidle/, cpu*/topology/ and cpuidle/. It only reads sysfs and /proc, so it needs no root.
+It prints what `DUMP_COMMAND` (app/platforms/sysfs.py) prints: header records (/proc/cpuinfo's
+model and topology keys per processor, never `flags`, `bugs` or `microcode`; the kernel release
+and command line; nohz_full and isolated CPUs; each CPU's `online` and PM QoS resume latency
+limit; CONFIG_HZ from /boot/config-<release> or /proc/config.gz; the uptime, read just before
+the counters so that shares can be worked out), then `grep -r .` over cpu*/cpuidle/,
+cpu*/topology/ and cpuidle/ (which holds `intel_c1_demotion` where the driver has it). With an
+interval it sleeps and writes a second snapshot of the uptime and counters after `SNAPSHOT_MARK`,
+so that the importer takes rates over that window. It only reads sysfs and /proc, so it needs no root.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.platforms.sysfs import GREP_COMMAND
+from app.platforms.sysfs import CPUINFO_KEYS, GREP_COMMAND, SNAPSHOT_MARK
 
-_CPUINFO_LINE = re.compile(r"^(vendor_id|cpu family|model|model name)\s*:")
+_CPUINFO_LINE = re.compile(r"^(" + "|".join(re.escape(k) for k in CPUINFO_KEYS) + r")\s*:")
 _CPU_DIR = re.compile(r"^cpu\d+$")
+_HZ = re.compile(r"^CONFIG_HZ=.*$", re.M)
 
 
-def collect(root: Path | str = "/", *, now: datetime | None = None) -> str:
+def collect(root: Path | str = "/", *, now: datetime | None = None, interval_s: float | None = None) -> str:
     """The dump of the machine whose filesystem is at `root` (tests point it at a fake tree).
 
     Paths are written as the machine sees them (`/sys/...`), whatever `root` is. Files that
@@ -29,36 +36,62 @@ def collect(root: Path | str = "/", *, now: datetime | None = None) -> str:
     when = (now or datetime.now(UTC)).isoformat(timespec="seconds")
     out = [f"# idlelab collect: the records of {GREP_COMMAND}\n", f"# time: {when}\n"]
     out.extend(_cpuinfo(base))
-    for proc in ("proc/sys/kernel/osrelease", "proc/uptime"):
+    for proc in ("proc/sys/kernel/osrelease", "proc/cmdline"):
         out.extend(_records(base, base / proc))
     cpu_root = base / "sys/devices/system/cpu"
-    try:
-        # The shell sorts `cpu*` lexically (cpu0, cpu1, cpu10, ...); cpufreq/ and cpuidle/ match
-        # the glob too but have no cpuidle/ or topology/ inside, so only cpuN dirs count.
-        cpus = sorted(e.name for e in os.scandir(cpu_root) if _CPU_DIR.match(e.name) and e.is_dir())
-    except OSError:
-        cpus = []
+    for name in ("nohz_full", "isolated"):
+        out.extend(_records(base, cpu_root / name))
+    cpus = _cpus(cpu_root)
+    for cpu in cpus:
+        out.extend(_records(base, cpu_root / cpu / "online"))
+    for cpu in cpus:
+        out.extend(_records(base, cpu_root / cpu / "power/pm_qos_resume_latency_us"))
+    out.extend(_hz(base))
+    out.extend(_records(base, base / "proc/uptime"))
     for sub in ("cpuidle", "topology"):
         for cpu in cpus:
             out.extend(_walk(base, cpu_root / cpu / sub))
     out.extend(_walk(base, cpu_root / "cpuidle"))
+    if interval_s is not None:
+        time.sleep(interval_s)
+        out.append(f"{SNAPSHOT_MARK} (after {interval_s:g} s)\n")
+        out.extend(_records(base, base / "proc/uptime"))
+        for cpu in cpus:
+            out.extend(_walk(base, cpu_root / cpu / "cpuidle"))
     return "".join(out)
 
 
+def _cpus(cpu_root: Path) -> list[str]:
+    try:
+        # The shell sorts `cpu*` lexically (cpu0, cpu1, cpu10, ...); cpufreq/ and cpuidle/ match
+        # the glob too but have no cpuidle/ or topology/ inside, so only cpuN dirs count.
+        return sorted(e.name for e in os.scandir(cpu_root) if _CPU_DIR.match(e.name) and e.is_dir())
+    except OSError:
+        return []
+
+
 def _cpuinfo(base: Path) -> list[str]:
-    """The first processor's identity lines, as `grep -H -m4` prints them."""
+    """Every processor's model and topology lines, as `grep -H -E` prints them."""
     text = _read(base / "proc/cpuinfo")
     if text is None:
         return []
-    out: list[str] = []
-    for line in text.split("\n"):
-        if not line.strip():
-            if out:
-                break  # the end of the first processor's block
-            continue
-        if _CPUINFO_LINE.match(line):
-            out.append(f"/proc/cpuinfo:{line}\n")
-    return out
+    return [f"/proc/cpuinfo:{line}\n" for line in text.split("\n") if _CPUINFO_LINE.match(line)]
+
+
+def _hz(base: Path) -> list[str]:
+    """CONFIG_HZ (the tick; `getconf CLK_TCK` is USER_HZ), from the running kernel's config."""
+    release = (_read(base / "proc/sys/kernel/osrelease") or "").strip()
+    config = base / "boot" / f"config-{release}"
+    text = _read(config) if release else None
+    shown = f"/boot/config-{release}"
+    if text is None:
+        try:
+            text = gzip.decompress((base / "proc/config.gz").read_bytes()).decode("utf-8", errors="replace")
+            shown = "/proc/config.gz"
+        except (OSError, EOFError, gzip.BadGzipFile):
+            return []
+    m = _HZ.search(text)
+    return [f"{shown}:{m.group(0)}\n"] if m else []
 
 
 def _walk(base: Path, directory: Path) -> list[str]:

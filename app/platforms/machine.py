@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.platforms.sysfs import DumpError, SysfsDump
+from app.platforms.sysfs import DumpError, SysfsDump, Topology
 from engine.platforms import (
     BUILTIN_PLATFORMS,
     CostModel,
@@ -24,6 +24,8 @@ from engine.platforms import (
     PlatformTopology,
     custom_platform,
 )
+from engine.recognise import DumpState as RecognisedState
+from engine.recognise import DumpTable, Recognition, recognise
 
 
 class _Model(BaseModel):
@@ -32,30 +34,6 @@ class _Model(BaseModel):
 
 # ---------------------------------------------------------------------------------------- matching
 
-
-class Variant(_Model):
-    """A known rewrite of a built-in table: the same rows except the (latency, residency) listed."""
-
-    base: str
-    changes: dict[str, tuple[int, int]]
-    label: str
-
-
-KNOWN_VARIANTS: tuple[Variant, ...] = (
-    # skx_idle_state_table_update(): with the package C-state limit at PC0 or PC2 (PC6 disallowed
-    # in BIOS), intel_idle gives C6 the core-C6 figures (commit 64233338); SKX, CLX and CPX share it.
-    Variant(
-        base="skx",
-        changes={"C6": (92, 276)},
-        label="skx with package C6 disabled in BIOS (package limit PC0 or PC2)",
-    ),
-    # The icx table as first merged (v5.9); d484b8bfc6fa (5.13) moved C6 to 170/600 from wult data.
-    Variant(
-        base="icx",
-        changes={"C6": (128, 384)},
-        label="icx as in kernels 5.9-5.12 (C6 128/384, before d484b8bfc6fa)",
-    ),
-)
 
 # Table distance: per pair of same-named states, |ln| of the latency and residency ratios (+1 us so
 # that 0 and 1 us compare); a state on one side only costs as much as a factor e^2 off on both.
@@ -67,7 +45,7 @@ class TableMatch(_Model):
 
     builtin: str  # the closest built-in platform (the one costs and power are borrowed from)
     relation: Literal["equal", "variant", "closest"]
-    variant: str | None = None
+    variant: str | None = None  # the recognised variants, comma-separated
     distance: float
     message: str
 
@@ -115,7 +93,8 @@ def table_distance(dump: SysfsDump, platform: Platform) -> float:
 
 
 def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = None) -> TableMatch:
-    """Say whether the dump's table equals a built-in one, a known variant of one, or which is closest."""
+    """Say whether the dump's table equals a built-in one, or which is closest (by rows alone: for
+    what the kernel makes of a table, `recognise_dump`)."""
     platforms = dict(BUILTIN_PLATFORMS if builtins is None else builtins)
     rows = _rows(dump)
     for name in sorted(platforms):
@@ -126,21 +105,6 @@ def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = Non
                 distance=0.0,
                 message=f"the table equals the built-in {name!r} table ({platforms[name].title})",
             )
-    for v in KNOWN_VARIANTS:
-        if v.base not in platforms:
-            continue
-        base_rows = [
-            (n, float(v.changes[n][0]), float(v.changes[n][1]), h) if n in v.changes else (n, lat, res, h)
-            for n, lat, res, h in _builtin_rows(platforms[v.base])
-        ]
-        if _same(rows, base_rows):
-            return TableMatch(
-                builtin=v.base,
-                relation="variant",
-                variant=v.label,
-                distance=0.0,
-                message=f"the table is {v.label}",
-            )
     scored = sorted((table_distance(dump, platforms[n]), n) for n in platforms)
     dist, best = scored[0]
     tied = [n for d, n in scored if math.isclose(d, dist)]
@@ -150,6 +114,89 @@ def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = Non
     if len(tied) > 1:
         message += f" (tied with {', '.join(repr(n) for n in tied[1:])}; the first by name is taken)"
     return TableMatch(builtin=best, relation="closest", distance=round(dist, 6), message=message)
+
+
+def run_topology(topo: Topology) -> dict[str, int]:
+    """The layout a run of the machine has: exactly its online CPUs, with every count set (so no
+    platform default applies on top). The dump's sockets x cores x threads where they make the
+    online CPUs (and the engine's bounds hold), else single-thread cores on as few sockets as fit."""
+    n = topo.online_cpus or topo.cpus
+    layout = (topo.sockets, topo.cores_per_socket, topo.threads_per_core)
+    if (
+        topo.inferred
+        or layout[0] * layout[1] * layout[2] != n
+        or layout[0] > 16
+        or layout[1] > 512
+        or layout[2] > 4
+    ):
+        sockets = next((k for k in range(max(topo.sockets, 1), 17) if n % k == 0 and n // k <= 512), 1)
+        layout = (sockets, n // sockets, 1)
+    out = {"sockets": layout[0], "cores_per_socket": layout[1], "threads_per_core": layout[2], "cpus": n}
+    module = topo.cores_per_module
+    if module is not None and 1 < module <= 16 and layout[1] % module == 0:
+        out["cores_per_module"] = module
+    return out
+
+
+def platform_topology(topology: Mapping[str, int], part: str) -> PlatformTopology:
+    return PlatformTopology(
+        sockets=topology["sockets"],
+        cores_per_socket=topology["cores_per_socket"],
+        threads_per_core=topology["threads_per_core"],
+        cores_per_module=topology.get("cores_per_module", 1),
+        part=part,
+    )
+
+
+def dump_table(dump: SysfsDump, topology: Mapping[str, int]) -> DumpTable:
+    """What recognition needs of a dump, with the layout the run will have."""
+    return DumpTable(
+        states=[
+            RecognisedState(
+                name=s.name,
+                desc=s.desc,
+                latency_us=s.latency_us,
+                residency_us=s.residency_us,
+                default_status=s.default_status,  # type: ignore[arg-type]
+                disabled=s.disabled,
+            )
+            for s in dump.states
+        ],
+        driver=dump.driver,
+        governor=dump.governor,
+        cpu_vendor=dump.vendor,
+        cpu_family=dump.cpu_family,
+        cpu_model=dump.cpu_model,
+        packages=topology["sockets"],
+        online_cpus=topology["cpus"],
+        cores_per_socket=topology["cores_per_socket"],
+        threads_per_core=topology["threads_per_core"],
+    )
+
+
+def recognise_dump(dump: SysfsDump, topology: Mapping[str, int]) -> tuple[Recognition, TableMatch]:
+    """The engine's recognition of the dump, and the match in the import answer's older terms (equal
+    to, a variant of, or, when no table explains it, closest to a built-in table)."""
+    try:
+        rec = recognise(dump_table(dump, topology))
+    except ValueError as err:  # an unknown driver
+        raise DumpError(None, str(err)) from None
+    if rec.based_on is None and rec.driver == "intel_idle" and not rec.variant:
+        closest = match_builtin(dump)
+        return rec, closest.model_copy(update={"message": f"{rec.message}; {closest.message}"})
+    relation: Literal["equal", "variant", "closest"] = "variant" if rec.variant else "equal"
+    builtin = rec.based_on
+    if builtin is None:  # acpi_idle's or haltpoll's other table, intel_idle's _CST states
+        relation = "closest"
+        builtin = rec.driver if rec.driver in BUILTIN_PLATFORMS else match_builtin(dump).builtin
+    match = TableMatch(
+        builtin=builtin,
+        relation=relation,
+        variant=", ".join(rec.variant) or None,
+        distance=0.0 if rec.based_on else round(table_distance(dump, rec.platform), 6),
+        message=rec.message,
+    )
+    return rec, match
 
 
 # -------------------------------------------------------------------------------------- platforms
@@ -225,19 +272,8 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
         shift = 0 if states and states[0].name == "POLL" else 1  # custom_platform added POLL in front
         line = lines[int(m.group(1)) - shift] if m and 0 <= int(m.group(1)) - shift < len(lines) else None
         raise DumpError(line, msg) from None
-    topo = dump.topology
-    if 1 <= topo.sockets <= 8 and 1 <= topo.cores_per_socket <= 256:
-        topology = PlatformTopology(
-            sockets=topo.sockets,
-            cores_per_socket=topo.cores_per_socket,
-            part=dump.model_name or "",
-        )
-        topo_note = f"Topology from the dump: {topo.note}."
-    else:
-        topology = base.topology
-        topo_note = (
-            f"Topology borrowed from {base_name!r}: the dump's ({topo.sockets} sockets) is out of range."
-        )
+    topology = platform_topology(run_topology(dump.topology), dump.model_name or "")
+    topo_note = f"Topology from the dump: {dump.topology.note}."
     costs = CostModel.model_validate(
         {k: _borrowed(getattr(base.costs, k), base_name, k) for k in CostModel.model_fields}
     )
@@ -266,6 +302,33 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
         costs=costs.model_dump(),
         busy_watts=_borrowed(base.busy_watts, base_name, "busy power").model_dump(),
         notes=notes,
+    )
+    return Platform.model_validate(data)
+
+
+def machine_platform(
+    dump: SysfsDump, rec: Recognition, match: TableMatch, name: str, title: str = ""
+) -> Platform:
+    """The stored platform of an imported machine: the recognised table as the dump has it (on its
+    own base's costs), or, when no table explains the dump, its rows on the closest one's (borrowed,
+    labelled so); the dump's topology either way."""
+    if not rec.config:
+        return build_platform(dump, name, based_on=match.builtin, title=title)
+    topology = platform_topology(run_topology(dump.topology), dump.model_name or "")
+    source = "sysfs dump" + (f" of {dump.model_name}" if dump.model_name else "") + f", driver {rec.driver}"
+    data = rec.platform.model_dump()
+    data.update(
+        name=name,
+        title=title or f"{dump.model_name or 'imported machine'} ({rec.message})"[:200],
+        source=source,
+        kernel=dump.kernel or "",
+        topology=topology.model_dump(),
+        notes=[
+            f"{match.message}.",
+            f"Topology from the dump: {dump.topology.note}.",
+            *rec.notes,
+            *dump.notes,
+        ],
     )
     return Platform.model_validate(data)
 
@@ -307,6 +370,8 @@ class CounterSummary(_Model):
     states: list[StateShare]
     idle_share: float | None  # basis "uptime": the share of CPU time in any idle state
     per_cpu: list[CpuShares]
+    entries_per_idle_s: float | None = None  # sum of usage over sum of time: always available
+    window_s: float | None = None  # two snapshots: the counters are over this window, not since boot
 
 
 def counter_summary(dump: SysfsDump) -> CounterSummary:
@@ -318,7 +383,8 @@ def counter_summary(dump: SysfsDump) -> CounterSummary:
     a CPU onlined after boot counts from then, so its share is low.
     """
     n_states = len(dump.states)
-    up_us = dump.uptime_s * 1e6 if dump.uptime_s is not None else None
+    elapsed_s = dump.window_s if dump.window_s is not None else dump.uptime_s
+    up_us = elapsed_s * 1e6 if elapsed_s is not None else None
     per_cpu: list[CpuShares] = []
     totals = {k: [0] * n_states for k in ("usage", "time_us", "above", "below", "rejected")}
     time_cpus = [0] * n_states  # CPUs that report each state's time, for the overall denominator
@@ -363,15 +429,27 @@ def counter_summary(dump: SysfsDump) -> CounterSummary:
                 below_ratio=totals["below"][i] / usage if usage else None,
             )
         )
-    if up_us is not None:
+    if dump.window_s is not None:
         basis: Literal["uptime", "idle"] = "uptime"
+        note = f"shares of the {dump.window_s:g} s window between the dump's two snapshots, per CPU"
+    elif up_us is not None:
+        basis = "uptime"
         note = (
             f"shares of {dump.uptime_s:g} s of uptime per CPU (from /proc/uptime); counters run since each "
             "CPU's cpuidle device registered, so a CPU onlined later shows less"
         )
-        idle_share = idle_sum_all / (up_us * len(dump.cpus)) if dump.cpus else None
     else:
         basis = "idle"
         note = "no /proc/uptime in the dump: shares are among idle states only (busy time unknown)"
-        idle_share = None
-    return CounterSummary(basis=basis, note=note, states=out_states, idle_share=idle_share, per_cpu=per_cpu)
+    idle_share = idle_sum_all / (up_us * len(dump.cpus)) if up_us is not None and dump.cpus else None
+    entries = sum(s.usage for s in out_states)
+    idle_s = idle_sum_all / 1e6
+    return CounterSummary(
+        basis=basis,
+        note=note,
+        states=out_states,
+        idle_share=idle_share,
+        per_cpu=per_cpu,
+        entries_per_idle_s=entries / idle_s if idle_s > 0 else None,
+        window_s=dump.window_s,
+    )

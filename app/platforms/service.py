@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,10 +22,18 @@ from sqlalchemy.orm import Session
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.web import url_for
 from app.platforms import store
-from app.platforms.machine import CounterSummary, TableMatch, build_platform, counter_summary, match_builtin
+from app.platforms.machine import (
+    CounterSummary,
+    TableMatch,
+    counter_summary,
+    machine_platform,
+    recognise_dump,
+    run_topology,
+)
 from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
-from engine.config import config_errors, table_errors
+from engine.config import GovernorName, config_errors, table_errors, unknown_platform_message
+from engine.intel_idle_table import TableStringError, apply_table_string, table_string
 
 # The cost model's parameters as the platform page and the new-run form label them.
 COST_LABELS: dict[str, tuple[str, str]] = {
@@ -46,10 +54,13 @@ COST_LABELS: dict[str, tuple[str, str]] = {
 
 
 class PlatformCreate(BaseModel):
-    """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model.
+    """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model,
+    given as `states` or as an `intel_idle.table=` string on a `base` table.
 
     POLL is added as state 0 when `states` does not start with it. Exit latencies and target
-    residencies must not decrease.
+    residencies must not decrease. A string is parsed and validated as the kernel does (each
+    latency and residency strictly greater than the previous state's, over the whole table); where
+    the kernel would ignore it, the 422 quotes the kernel's message.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -67,7 +78,16 @@ class PlatformCreate(BaseModel):
     based_on: str = Field(
         default="skx", description="Built-in platform whose topology, costs and power it uses."
     )
-    states: Annotated[list[CState], Field(min_length=1, max_length=32)]
+    states: Annotated[list[CState] | None, Field(min_length=1, max_length=32)] = None
+    base: str | None = Field(
+        default=None,
+        description="With `intel_idle_table`: the built-in intel_idle platform whose states it adjusts.",
+    )
+    intel_idle_table: Annotated[str | None, Field(max_length=1024)] = Field(
+        default=None,
+        description="An `intel_idle.table=` value (`name:latency:residency`, comma-separated), e.g. "
+        '"C1:1:1,C1E:4:4,C6:170:600", applied to `base` as the kernel applies it at boot.',
+    )
 
 
 class PlatformRead(BaseModel):
@@ -82,26 +102,62 @@ class PlatformRead(BaseModel):
         description="For a platform imported from a sysfs dump: what was recognised (equal to, variant "
         "of or closest built-in), the topology (and whether inferred), the measured counter snapshot.",
     )
+    variant: list[str] = Field(
+        default_factory=list,
+        description="An imported machine's differences from `based_on`, as the kernel explains them "
+        "(`pc6-off`, `acpi-cst`, `acpi-off:<states>`, `mwait-subset:<states>`, `unusable:<states>`...).",
+    )
+    driver: str = Field(description="The cpuidle driver: intel_idle, acpi_idle, haltpoll or none.")
+    governor: str | None = Field(
+        default=None, description="An imported machine's governor, as its dump names it."
+    )
+    family_modelled: bool = Field(
+        description="False where idlelab has no hardware model of the family (its runs say so)."
+    )
+    intel_idle_table: str | None = Field(
+        description="The table as an `intel_idle.table=` string, or null (then `intel_idle_table_error`)."
+    )
+    intel_idle_table_error: str | None = Field(description="Why no valid `intel_idle.table=` string exists.")
 
 
 class PlatformList(BaseModel):
     platforms: list[PlatformRead]
 
 
+def _table_facts(table: Platform) -> dict[str, Any]:
+    string = table_string(table)
+    return {
+        "driver": table.driver,
+        "family_modelled": table.family_modelled,
+        "intel_idle_table": string.string,
+        "intel_idle_table_error": string.error,
+    }
+
+
 def _builtin_read(p: Platform) -> PlatformRead:
-    return PlatformRead(name=p.name, title=p.title, custom=False, based_on=None, created_at=None, table=p)
+    return PlatformRead(
+        name=p.name, title=p.title, custom=False, based_on=None, created_at=None, table=p, **_table_facts(p)
+    )
 
 
 def _custom_read(row: Any) -> PlatformRead:
     table = Platform.model_validate_json(row.table)
+    machine = orjson.loads(row.machine) if row.machine else None
+    facts = _table_facts(table)
+    based_on = row.based_on
+    if machine is not None and "recognition" in machine:
+        rec = machine["recognition"]
+        based_on = rec["based_on"]
+        facts.update(variant=rec["variant"], governor=rec["governor"], family_modelled=rec["family_modelled"])
     return PlatformRead(
         name=row.name,
         title=row.title or table.title,
         custom=True,
-        based_on=row.based_on,
+        based_on=based_on,
         created_at=row.created_at,
         table=table,
-        machine=orjson.loads(row.machine) if row.machine else None,
+        machine=machine,
+        **facts,
     )
 
 
@@ -134,10 +190,17 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     if body.based_on not in BUILTIN_PLATFORMS:
         raise InvalidInput.one(
             ["body", "based_on"],
-            f"unknown platform {body.based_on!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}",
+            unknown_platform_message(body.based_on),
+        )
+    if (body.states is None) == (body.intel_idle_table is None):
+        raise InvalidInput.one(
+            ["body"], "give `states` or `intel_idle_table` (with `base`), not both", "missing"
         )
     if taken(session, body.name):
         raise Conflict(f"platform {body.name!r} already exists; choose another name")
+    if body.intel_idle_table is not None:
+        return _create_from_string(session, body, body.intel_idle_table)
+    assert body.states is not None
     poll_added = body.states[0].name != "POLL"
     try:
         table = custom_platform(
@@ -152,6 +215,27 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     return _custom_read(row)
 
 
+def _create_from_string(session: Session, body: PlatformCreate, string: str) -> PlatformRead:
+    """A custom platform that is `base` under `intel_idle.table=<string>`."""
+    if body.base is None or body.base not in BUILTIN_PLATFORMS:
+        message = "the table the string adjusts" if body.base is None else unknown_platform_message(body.base)
+        raise InvalidInput.one(["body", "base"], message, "missing" if body.base is None else "value_error")
+    base = load_platform(body.base)
+    try:
+        table = apply_table_string(base, string, name=body.name)
+    except TableStringError as exc:
+        raise InvalidInput.one(
+            ["body", "intel_idle_table"], f"the kernel ignores this string: {exc.message}", "value_error"
+        ) from None
+    if body.title:
+        table = table.model_copy(update={"title": body.title})
+    errors = table_errors(table, [])
+    if errors:
+        raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in errors])
+    row = store.create_platform(session, table, based_on=body.base)
+    return _custom_read(row)
+
+
 def resolve_table(session: Session, name: Any, inline: Any, loc: Sequence[str | int]) -> Platform | None:
     """A custom platform's stored table for a run that names it (None when the platform is built
     in, or its table is given inline); `InvalidInput` at `loc` for a name that is neither."""
@@ -160,11 +244,7 @@ def resolve_table(session: Session, name: Any, inline: Any, loc: Sequence[str | 
     row = store.get_platform(session, name)
     if row is None:
         custom = [p.name for p in store.list_platforms(session)]
-        raise InvalidInput.one(
-            list(loc),
-            f"unknown platform {name!r}; built-in tables are {', '.join(sorted(BUILTIN_PLATFORMS))}; "
-            + (f"custom tables are {', '.join(custom)}" if custom else "there are no custom tables"),
-        )
+        raise InvalidInput.one(list(loc), unknown_platform_message(name, custom))
     return Platform.model_validate_json(row.table)
 
 
@@ -176,20 +256,39 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,47}$")
 SIMULATED_MS = 1000.0
 
 
+class Recognised(BaseModel):
+    """The engine's recognition of an imported dump, in the import answer's contract fields."""
+
+    based_on: str | None
+    variant: list[str]
+    driver: str
+    governor: str | None
+    family_modelled: bool
+    message: str
+    notes: list[str] = []
+
+
 class MachineView(BaseModel):
     """What an imported dump said, kept with its custom platform."""
 
     model_config = ConfigDict(extra="forbid")
 
     recognised: TableMatch
+    recognition: Recognised | None = None  # None in machines imported before recognition
+    config: dict[str, Any] | None = None  # the run that is this machine (its platform named by the row)
     borrowed_from: str = ""  # the built-in platform costs and power come from, labelled `estimate`
     topology: Topology
     driver: str | None = None
     governor: str | None = None
     model_name: str | None = None
+    cpu_family: int | None = None
+    cpu_model: int | None = None
     kernel: str | None = None
     collected_at: str | None = None
     disabled_states: list[str] = []  # engine state names the user disabled on every CPU
+    # What a twin needs beside the counters: cmdline, hz, nohz_full, isolated, pm_qos_resume_latency_us,
+    # intel_c1_demotion, window_s (the dump's fields of those names; absent where it does not say).
+    twin: dict[str, Any] = {}
     counters: CounterSummary
     notes: list[str] = []
 
@@ -232,46 +331,93 @@ def import_dump(
         raise InvalidInput.one(["query", "title"], "at most 200 characters", "too_long")
     try:
         dump = parse_dump(data)
-        match = match_builtin(dump)
+        topology = run_topology(dump.topology)
+        rec, match = recognise_dump(dump, topology)
         if name is None:
             name = unique_name(session, derive_name(dump))
         elif taken(session, name):
             raise Conflict(f"platform {name!r} already exists; choose another name")
-        table = build_platform(dump, name, title=title)
+        table = machine_platform(dump, rec, match, name, title=title)
         counters = counter_summary(dump)
     except DumpError as err:
         raise dump_error(err) from None
     errors = table_errors(table, [])
     if errors:
         raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in errors])
-    offset = len(table.states) - len(dump.states)  # POLL added in front when the dump has none
+    config = _machine_run(dump, rec.config, table, topology)
     view = MachineView(
         recognised=match,
+        recognition=Recognised(
+            based_on=rec.based_on,
+            variant=rec.variant,
+            driver=rec.driver,
+            governor=rec.governor,
+            family_modelled=rec.family_modelled,
+            message=rec.message,
+            notes=rec.notes,
+        ),
+        config=config,
         borrowed_from=match.builtin,
         topology=dump.topology,
         driver=dump.driver,
         governor=dump.governor,
         model_name=dump.model_name,
+        cpu_family=dump.cpu_family,
+        cpu_model=dump.cpu_model,
         kernel=dump.kernel,
         collected_at=dump.collected_at,
-        disabled_states=[table.states[s.index + offset].name for s in dump.states if s.disabled],
+        disabled_states=list(config.get("states", {}).get("disabled", [])),
         counters=counters,
         notes=list(dump.notes),
+        twin={
+            k: v
+            for k in (
+                "cmdline",
+                "hz",
+                "nohz_full",
+                "isolated",
+                "pm_qos_resume_latency_us",
+                "intel_c1_demotion",
+                "window_s",
+            )
+            if (v := getattr(dump, k)) not in (None, {})
+        },
     )
+    # The row's based_on is the built-in whose costs the table has (the answer's is recognition's).
     store.create_platform(session, table, based_on=match.builtin, machine=view.model_dump_json())
     return table, view
 
 
+def _machine_run(
+    dump: SysfsDump, recognised: dict[str, Any], table: Platform, topology: dict[str, int]
+) -> dict[str, Any]:
+    """The config that is the machine: recognition's (its governor, disabled states and package
+    limit) on the stored table and the dump's online layout; for a table nothing explains, the
+    same from the dump directly."""
+    config = {k: v for k, v in recognised.items() if k != "platform_table"}
+    config["platform"] = table.name
+    config["topology"] = topology
+    if not recognised and dump.states:
+        offset = len(table.states) - len(dump.states)  # POLL added in front when the dump has none
+        disabled = [table.states[offset + s.index].name for s in dump.states if s.disabled]
+        if disabled:
+            config["states"] = {"disabled": disabled}
+        if dump.governor in get_args(GovernorName):
+            config["governor"] = {"name": dump.governor}
+    return config
+
+
 def simulation_config(name: str, view: MachineView) -> dict[str, Any]:
-    """The run that simulates an imported machine: its table and topology, its disabled states."""
-    topo = view.topology
-    config: dict[str, Any] = {"platform": name, "duration_ms": SIMULATED_MS}
-    if not topo.inferred:
-        config["topology"] = {
-            "sockets": min(max(topo.sockets, 1), 8),
-            "cores_per_socket": min(max(topo.cores_per_socket, 1), 256),
-            "threads_per_core": min(max(topo.threads_per_core, 1), 2),
-        }
+    """The run that simulates an imported machine: its online CPUs, governor, disabled states and
+    package limit (each still changeable), for `SIMULATED_MS`."""
+    if view.config is not None:
+        return {**view.config, "platform": name, "duration_ms": SIMULATED_MS}
+    # A machine imported before recognition: its table, layout and disabled states.
+    config: dict[str, Any] = {
+        "platform": name,
+        "duration_ms": SIMULATED_MS,
+        "topology": run_topology(view.topology),
+    }
     if view.disabled_states:
         config["states"] = {"disabled": list(view.disabled_states)}
     return config
@@ -298,7 +444,14 @@ def _simulated(result: dict[str, Any]) -> dict[str, Any]:
         }
     names = result["per_cpu_state_names"]
     per_cpu = [dict(zip(names, row, strict=False)) for row in result["per_cpu_residency"]]
-    return {"states": states, "per_cpu": per_cpu, "idle_share": 1.0 - result["busy_share"]}
+    turbostat = result.get("hardware", {}).get("system", {}).get("turbostat", {})
+    package = {k: v / 100 for k, v in turbostat.items() if k.startswith(("Pkg%pc", "Mod%c"))}
+    return {
+        "states": states,
+        "per_cpu": per_cpu,
+        "idle_share": 1.0 - result["busy_share"],
+        "package": package,
+    }
 
 
 def machine_context(session: Session, view: dict[str, Any], run_id: str | None) -> dict[str, Any]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import zlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-# Bounds from DESIGN 6: by CPUs and states, never by a line count (a 512-CPU dump is ~1.5 MB).
-MAX_CPUS = 512
+# Bounds: by CPUs and states, never by a line count (a 1,024-CPU dump with topology is ~3.5 MB).
+MAX_CPUS = 1024
 MAX_STATES = 32
 # The highest CPU number x86 Linux can have (CONFIG_NR_CPUS is at most 8192): a CPU list such as
 # "0-4000000000" is refused before it becomes a list.
@@ -26,11 +27,27 @@ GREP_COMMAND = (
     "grep -r . /sys/devices/system/cpu/cpu*/cpuidle/ /sys/devices/system/cpu/cpu*/topology/ "
     "/sys/devices/system/cpu/cpuidle/"
 )
+# /proc/cpuinfo's keys a dump keeps: the model and the topology, never `flags`, `bugs` or
+# `microcode` (a shared machine's vulnerability state).
+CPUINFO_KEYS = (
+    "processor", "vendor_id", "cpu family", "model", "model name",
+    "physical id", "siblings", "core id", "cpu cores",
+)  # fmt: skip
+# What a twin needs beside the table and counters (what `idlelab collect` writes too): the kernel
+# command line, CONFIG_HZ, nohz_full and isolated CPUs, online CPUs, per-CPU PM QoS limits.
+TWIN_RECORDS = (
+    "grep -H . /proc/sys/kernel/osrelease /proc/cmdline /sys/devices/system/cpu/nohz_full "
+    "/sys/devices/system/cpu/isolated /sys/devices/system/cpu/cpu*/online "
+    "/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us; "
+    "{ grep -H '^CONFIG_HZ=' /boot/config-$(uname -r) || zgrep -H '^CONFIG_HZ=' /proc/config.gz; } "
+    "2>/dev/null; "
+    "grep -H . /proc/uptime"
+)
 # The same file as `idlelab collect` writes, for a machine without idlelab (header lines first).
 DUMP_COMMAND = (
-    "{ grep -H -m4 -E '^(vendor_id|cpu family|model|model name)[[:space:]]*:' /proc/cpuinfo; "
-    "grep -H . /proc/sys/kernel/osrelease /proc/uptime; " + GREP_COMMAND + "; } > machine.txt"
-)
+    "{ grep -H -E '^(" + "|".join(CPUINFO_KEYS) + ")[[:space:]]*:' /proc/cpuinfo; "
+    + TWIN_RECORDS + "; " + GREP_COMMAND + "; } > machine.txt"
+)  # fmt: skip
 
 # sysfs prints `power` unsigned: POLL's -1 reads 4294967295; 0 means unknown too.
 _POWER_UNKNOWN = {0, 4294967295}
@@ -39,11 +56,23 @@ _STATE_COUNTER_FIELDS = ("usage", "time", "above", "below", "rejected")
 _STATE_FIELDS = {*_STATE_TABLE_FIELDS, *_STATE_COUNTER_FIELDS, "disable", "s2idle/usage", "s2idle/time"}
 _TOPOLOGY_INT_FIELDS = ("physical_package_id", "die_id", "cluster_id", "core_id")
 _TOPOLOGY_LIST_FIELDS = ("thread_siblings_list", "core_cpus_list", "core_siblings_list", "package_cpus_list")
-_GLOBAL_FIELDS = ("available_governors", "current_driver", "current_governor", "current_governor_ro")
+_GLOBAL_FIELDS = (
+    "available_governors", "current_driver", "current_governor", "current_governor_ro", "intel_c1_demotion"
+)  # fmt: skip
+_SYSTEM_LINE = re.compile(r"^/sys/devices/system/cpu/(nohz_full|isolated)$")
+_PM_QOS_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/power/pm_qos_resume_latency_us$")
+_HZ_LINE = re.compile(r"^(/boot/config-[^:/]{1,200}|/proc/config\.gz)$")
+# `idlelab collect --interval` writes a second snapshot of the counters after this line.
+SNAPSHOT_MARK = "# snapshot: 2"
 _CPUINFO_KEYS = {"vendor_id", "cpu family", "model", "model name"}
+# Per processor: its package and core, and the counts the first processor states for all.
+_CPUINFO_TOPOLOGY_KEYS = {"physical id", "core id", "siblings", "cpu cores"}
+# A gzip body is inflated up to this much: a 1,024-CPU dump of two snapshots fits.
+MAX_INFLATED_BYTES = 32 * 1024 * 1024
 
 # Digit runs are bounded so that a hostile line cannot ask int() for a million-digit number.
 _CPU_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/(cpuidle|topology)/(.+)$")
+_ONLINE_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/online$")
 _GLOBAL_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpuidle/([^/]+)$")
 _STATE_PATH = re.compile(r"^state(\d{1,6})/(.+)$")
 _MWAIT = re.compile(r"MWAIT\s+(0x[0-9a-fA-F]+)")
@@ -96,7 +125,9 @@ class CpuRecord(_Model):
     cpu: int
     package_id: int | None = None
     die_id: int | None = None
+    cluster_id: int | None = None
     core_id: int | None = None
+    online: bool = True  # `cpuN/online`, or (without it) whether the CPU has topology records
     thread_siblings: list[int] | None = None
     counters: list[StateCounters | None]  # by state index; None: the CPU shows no such state
 
@@ -111,6 +142,9 @@ class Topology(_Model):
     threads_per_core: int
     inferred: bool
     note: str = ""
+    online_cpus: int | None = None  # None in machines stored before it was kept: `cpus`
+    cores_per_module: int | None = None  # cores sharing a cluster_id, where the dump has them
+    source: str = ""  # "sysfs topology", "/proc/cpuinfo", or what it was inferred from
 
 
 class SysfsDump(_Model):
@@ -129,6 +163,14 @@ class SysfsDump(_Model):
     kernel: str | None = None
     uptime_s: float | None = None
     collected_at: str | None = None
+    # What a twin needs (DESIGN 7 "Twins"); None where the dump does not say.
+    cmdline: str | None = None
+    hz: int | None = None  # CONFIG_HZ
+    nohz_full: str | None = None  # a CPU list, or "(null)" as the kernel prints none
+    isolated: str | None = None
+    pm_qos_resume_latency_us: dict[int, str] = {}  # per CPU: "0" (no limit), "n/a", or microseconds
+    intel_c1_demotion: str | None = None
+    window_s: float | None = None  # two snapshots: the counters are their difference over this window
     notes: list[str] = []
 
     def state_names(self) -> list[str]:
@@ -138,7 +180,21 @@ class SysfsDump(_Model):
 # ----------------------------------------------------------------------------------------- parsing
 
 
+def _inflate(data: bytes) -> bytes:
+    """A gzip file's content (what `gzip machine.txt` makes), bounded against a decompression bomb."""
+    out = zlib.decompressobj(wbits=31)
+    try:
+        text = out.decompress(data, MAX_INFLATED_BYTES)
+    except zlib.error as err:
+        raise DumpError(None, f"a damaged gzip body: {err}") from None
+    if out.unconsumed_tail:
+        raise DumpError(None, f"the gzip body inflates to more than {MAX_INFLATED_BYTES // 2**20} MiB")
+    return text
+
+
 def _text_lines(data: bytes | str) -> list[str]:
+    if isinstance(data, bytes) and data[:2] == b"\x1f\x8b":
+        data = _inflate(data)
     if isinstance(data, bytes):
         nul = data.find(b"\0")
         if nul >= 0:
@@ -216,14 +272,17 @@ class _Raw:
         self.cpu_first_line: dict[int, int] = {}
         self.globals: dict[str, _Field] = {}
         self.cpuinfo: dict[str, _Field] = {}
+        self.cpuinfo_cpus: dict[int, dict[str, _Field]] = {}  # per processor: its topology keys
+        self.cpuinfo_processor: int | None = None  # the processor whose keys come next
+        self.online: dict[str, _Field] = {}
         self.proc: dict[str, _Field] = {}
         self.collected_at: str | None = None
         self.grep_errors: list[int] = []
 
 
-def _read_records(lines: list[str]) -> _Raw:
+def _read_records(lines: list[str], first_line: int = 1) -> _Raw:
     raw = _Raw()
-    for n, text in enumerate(lines, start=1):
+    for n, text in enumerate(lines, start=first_line):
         if not text.strip():
             continue  # grep prints none; a hand-edited file may have some
         if text.startswith("#"):
@@ -250,8 +309,19 @@ def _read_records(lines: list[str]) -> _Raw:
 
 
 def _read_record(raw: _Raw, n: int, path: str, value: str) -> None:
+    if _HZ_LINE.match(path):
+        m = re.fullmatch(r"CONFIG_HZ=(\d{1,5})", value.strip())
+        if not m:
+            raise DumpError(n, f"{path}: expected CONFIG_HZ=<number>, got {value!r}")
+        _put(raw.proc, "CONFIG_HZ", m.group(1), n, "CONFIG_HZ")
+        return
     if path.startswith("/proc/"):
         _read_proc(raw, n, path, value)
+        return
+    m = _SYSTEM_LINE.match(path) or _PM_QOS_LINE.match(path)
+    if m:
+        key = path.removeprefix("/sys/devices/system/cpu/")
+        _put(raw.proc, key, value.strip(), n, path)
         return
     m = _CPU_LINE.match(path)
     if m:
@@ -270,6 +340,14 @@ def _read_record(raw: _Raw, n: int, path: str, value: str) -> None:
         else:
             _read_cpuidle(raw, n, cpu, rest, value)
         return
+    m = _ONLINE_LINE.match(path)
+    if m:
+        cpu = int(m.group(1))
+        if _int(value, n, f"cpu{cpu}/online") not in (0, 1):
+            raise DumpError(n, f"cpu{cpu}/online: expected 0 or 1, got {value!r}")
+        _put(raw.online, str(cpu), value.strip(), n, f"cpu{cpu}/online")
+        raw.cpu_first_line.setdefault(cpu, n)
+        return
     m = _GLOBAL_LINE.match(path)
     if m:
         if m.group(1) in _GLOBAL_FIELDS:
@@ -284,10 +362,17 @@ def _read_proc(raw: _Raw, n: int, path: str, value: str) -> None:
         key = key.strip()
         if not sep:
             raise DumpError(n, f"/proc/cpuinfo: expected 'key : value', got {value!r}")
+        if key == "processor":
+            raw.cpuinfo_processor = _int(val, n, "/proc/cpuinfo processor")
+            if raw.cpuinfo_processor > MAX_CPU_NUMBER:
+                raise DumpError(n, f"/proc/cpuinfo processor: CPU numbers go up to {MAX_CPU_NUMBER}")
+        elif key in _CPUINFO_TOPOLOGY_KEYS and raw.cpuinfo_processor is not None:
+            where = f"/proc/cpuinfo processor {raw.cpuinfo_processor} {key}"
+            _put(raw.cpuinfo_cpus.setdefault(raw.cpuinfo_processor, {}), key, val.strip(), n, where)
         if key in _CPUINFO_KEYS and key not in raw.cpuinfo:
             raw.cpuinfo[key] = _Field(val.strip(), n)  # the first processor's; later ones repeat it
         return
-    if path in ("/proc/uptime", "/proc/sys/kernel/osrelease"):
+    if path in ("/proc/uptime", "/proc/sys/kernel/osrelease", "/proc/cmdline"):
         _put(raw.proc, path, value, n, path)
         return
     raise DumpError(n, f"not a record of a sysfs cpuidle dump: {path[:80]!r}")
@@ -323,16 +408,34 @@ def parse_dump(data: bytes | str) -> SysfsDump:
     lines = _text_lines(data)
     if not any(ln.strip() for ln in lines):
         raise DumpError(None, "the file is empty")
-    raw = _read_records(lines)
-    if not raw.states:
+    mark = next((i for i, ln in enumerate(lines) if ln.startswith(SNAPSHOT_MARK)), None)
+    raw = _read_records(lines if mark is None else lines[:mark])
+    later = None if mark is None else _read_records(lines[mark + 1 :], first_line=mark + 2)
+    # Most KVM guests have no cpuidle driver: no states, and current_driver says "none".
+    no_driver = "current_driver" in raw.globals and raw.globals["current_driver"].value.strip() == "none"
+    if not raw.states and not (no_driver and raw.cpu_first_line):
         raise DumpError(
             None,
-            "no cpuidle state records (cpuN/cpuidle/stateK/...): cpuidle disabled, or another file?",
+            "no cpuidle state records (cpuN/cpuidle/stateK/...): cpuidle disabled, or another file?"
+            + (
+                " (current_driver none, but no CPU records either: add .../cpu*/topology/)"
+                if no_driver
+                else ""
+            ),
         )
     states = _build_states(raw)
     cpus = _build_cpus(raw, len(states))
     topology, topo_notes = _build_topology(raw, cpus)
     notes = list(topo_notes)
+    uptime_s, window_s = _uptime(raw), None
+    if later is not None:
+        assert mark is not None
+        cpus, uptime_s, window_s = _over_window(raw, later, cpus, len(states), mark + 1)
+        notes.append(f"counters over the {window_s:g} s between the dump's two snapshots")
+    else:
+        notes.append(
+            "one snapshot: counters since boot (figures per idle second; collect --interval gives a window)"
+        )
     if raw.grep_errors:
         notes.append(
             f"{len(raw.grep_errors)} 'grep:' error line(s) skipped (first on line {raw.grep_errors[0]})"
@@ -356,10 +459,64 @@ def parse_dump(data: bytes | str) -> SysfsDump:
         kernel=raw.proc["/proc/sys/kernel/osrelease"].value.strip()
         if "/proc/sys/kernel/osrelease" in raw.proc
         else None,
-        uptime_s=_uptime(raw),
+        uptime_s=uptime_s,
         collected_at=raw.collected_at,
+        cmdline=_proc(raw, "/proc/cmdline"),
+        hz=int(raw.proc["CONFIG_HZ"].value) if "CONFIG_HZ" in raw.proc else None,
+        nohz_full=_proc(raw, "nohz_full"),
+        isolated=_proc(raw, "isolated"),
+        pm_qos_resume_latency_us={
+            int(k.split("/")[0][3:]): f.value
+            for k, f in raw.proc.items()
+            if k.endswith("pm_qos_resume_latency_us")
+        },
+        intel_c1_demotion=raw.globals["intel_c1_demotion"].value.strip()
+        if "intel_c1_demotion" in raw.globals
+        else None,
+        window_s=window_s,
         notes=notes,
     )
+
+
+def _proc(raw: _Raw, key: str) -> str | None:
+    f = raw.proc.get(key)
+    return f.value.strip() if f is not None else None
+
+
+def _over_window(
+    raw: _Raw, later: _Raw, cpus: list[CpuRecord], n_states: int, mark_line: int
+) -> tuple[list[CpuRecord], float, float]:
+    """Each CPU's counters as the second snapshot's minus the first's, and the window's length."""
+    first_up, second_up = _uptime(raw), _uptime(later)
+    if first_up is None or second_up is None:
+        raise DumpError(mark_line, "two snapshots need /proc/uptime in each, to know the window")
+    window = second_up - first_up
+    if window <= 0:
+        raise DumpError(
+            later.proc["/proc/uptime"].line, f"the second snapshot's uptime is not later ({window:g} s)"
+        )
+    after = {c.cpu: c for c in _build_cpus(later, n_states)}
+    out = []
+    for c in cpus:
+        b = after.get(c.cpu)
+        counters: list[StateCounters | None] = []
+        for idx, before in enumerate(c.counters):
+            now = b.counters[idx] if b is not None and idx < len(b.counters) else None
+            if before is None or now is None:
+                counters.append(None)
+                continue
+            delta: dict[str, int | None] = {}
+            for key in ("usage", "time_us", "above", "below", "rejected"):
+                x, y = getattr(before, key), getattr(now, key)
+                if x is not None and y is not None and y < x:
+                    line = later.state_first_line.get((c.cpu, idx), mark_line)
+                    raise DumpError(
+                        line, f"cpu{c.cpu} state{idx} {key} went back between the snapshots ({x} -> {y})"
+                    )
+                delta[key] = None if x is None or y is None else y - x
+            counters.append(StateCounters(**delta))
+        out.append(c.model_copy(update={"counters": counters}))
+    return out, second_up, window
 
 
 def _cpuinfo(raw: _Raw, key: str) -> str | None:
@@ -387,12 +544,19 @@ def _uptime(raw: _Raw) -> float | None:
 
 
 def _driver(raw: _Raw) -> str | None:
+    """The cpuidle driver; one serves every CPU, so a dump naming two is refused."""
+    named = [(f.value.strip(), f.line, f"cpu{cpu}/cpuidle/driver/name") for cpu, f in raw.cpu_driver.items()]
     f = raw.globals.get("current_driver")
     if f is not None:
-        return f.value.strip()
-    for cpu in sorted(raw.cpu_driver, key=int):
-        return raw.cpu_driver[cpu].value.strip()
-    return None
+        named.insert(0, (f.value.strip(), f.line, "cpuidle/current_driver"))
+    for value, line, where in named[1:]:
+        if value != named[0][0]:
+            raise DumpError(
+                line,
+                f"two cpuidle drivers: {where} is {value!r}, {named[0][2]} is {named[0][0]!r} (line "
+                f"{named[0][1]}); one driver serves every CPU, so the dump mixes two machines or boots",
+            )
+    return named[0][0] if named else None
 
 
 def _governor(raw: _Raw) -> str | None:
@@ -511,12 +675,37 @@ def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
             f = topo.get(fname)
             ids[fname] = _int(f.value, f.line, f"cpu{cpu}/topology/{fname}", signed=True) if f else None
         siblings = _siblings(cpu, topo)
+        info = raw.cpuinfo_cpus.get(cpu, {})
+        package_id, core_id = ids["physical_package_id"], ids["core_id"]
+        for key, sysfs_value in (("physical id", package_id), ("core id", core_id)):
+            f = info.get(key)
+            if f is None:
+                continue
+            value = _int(f.value, f.line, f"/proc/cpuinfo processor {cpu} {key}")
+            if sysfs_value is not None and sysfs_value != value:
+                what = "physical_package_id" if key == "physical id" else "core_id"
+                raise DumpError(
+                    f.line,
+                    f"contradictory topology: /proc/cpuinfo puts cpu{cpu} in {key} {value}, "
+                    f"cpu{cpu}/topology/{what} says {sysfs_value} (a CPU in two places)",
+                )
+            if key == "physical id":
+                package_id = value
+            else:
+                core_id = value
+        online_field = raw.online.get(str(cpu))
+        if online_field is not None:
+            online = online_field.value == "1"
+        else:  # the kernel removes an offline CPU's topology directory
+            online = not raw.topology or cpu in raw.topology or bool(info)
         out.append(
             CpuRecord(
                 cpu=cpu,
-                package_id=ids["physical_package_id"],
+                package_id=package_id,
                 die_id=ids["die_id"],
-                core_id=ids["core_id"],
+                cluster_id=ids["cluster_id"],
+                core_id=core_id,
+                online=online,
                 thread_siblings=siblings,
                 counters=counters,
             )
@@ -549,18 +738,37 @@ def _siblings(cpu: int, topo: Mapping[str, _Field]) -> list[int] | None:
 
 def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[str]]:
     by_cpu = {c.cpu: c for c in cpus}
-    placed = [c for c in cpus if c.package_id is not None and c.core_id is not None]
-    n = len(cpus)
+    online = [c for c in cpus if c.online]
+    n, n_online = len(cpus), len(online)
+    placed = [c for c in online if c.package_id is not None and c.core_id is not None]
     if not placed:
+        has_dies = any(c.die_id is not None for c in cpus)
+        source = "inferred from the CPU count" + (
+            " (the dump's die_id is not a socket on multi-die parts, so it does not tell sockets)"
+            if has_dies
+            else ""
+        )
         note = (
-            f"no topology records in the dump: inferred 1 socket of {n} cores, 1 thread each "
-            "(collect with .../cpu*/topology/ for the real layout)"
+            f"no package or core records in the dump: inferred 1 socket of {n_online} cores, 1 thread each, "
+            f"{source} (collect with .../cpu*/topology/ or /proc/cpuinfo for the real layout)"
         )
         return Topology(
-            cpus=n, sockets=1, cores=n, cores_per_socket=n, threads_per_core=1, inferred=True, note=note
+            cpus=n,
+            online_cpus=n_online,
+            sockets=1,
+            cores=n_online,
+            cores_per_socket=n_online,
+            threads_per_core=1,
+            inferred=True,
+            note=note,
+            source=source,
         ), [note]
+    from_sysfs = any(raw.topology.get(c.cpu, {}).get("physical_package_id") for c in placed)
+    source = "sysfs topology" if from_sysfs else "/proc/cpuinfo"
     notes: list[str] = []
-    # Cores are keyed by (package, die, core_id): core_id is sparse and restarts in every package.
+    _check_packages(raw, placed)
+    # Cores are keyed by (package, die, core_id): core_id is sparse, restarts in every package and,
+    # on multi-die parts (Cascade Lake-AP), may repeat on each die of a package.
     core_of: dict[int, tuple[int, int, int]] = {}
     for c in placed:
         core_of[c.cpu] = (c.package_id or 0, c.die_id if c.die_id is not None else -1, c.core_id or 0)
@@ -587,22 +795,27 @@ def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[st
                 f"contradictory values: cpu{stray[0]} has cpu{c.cpu}'s package and core_id, but cpu{c.cpu}'s "
                 f"sibling list {line.value!r} leaves it out",
             )
-    # A sibling that is offline has no topology records, but its online mate's list still names it.
+    # The machine's threads per core: a sibling that is offline has no topology records, but its
+    # online mate's list still names it.
     threads = max(
         max(len(mates), *(len(by_cpu[cpu].thread_siblings or ()) for cpu in mates))
         for mates in groups.values()
     )
     packages = sorted({k[0] for k in groups})
     cores_per_socket = max(sum(1 for k in groups if k[0] == p) for p in packages)
-    unplaced = [c.cpu for c in cpus if c.cpu not in core_of]
+    unplaced = [c.cpu for c in online if c.cpu not in core_of]
+    offline = [c.cpu for c in cpus if not c.online]
+    dies = {(c.package_id, c.die_id) for c in placed if c.die_id is not None}
     note = (
         f"{len(packages)} socket(s), {len(groups)} cores, up to {threads} thread(s) per core, "
-        "from the topology records"
+        f"from the {source} records"
+        + (f" ({len(dies)} dies: a die is not a socket)" if len(dies) > len(packages) else "")
     )
     if unplaced:
+        notes.append(f"{len(unplaced)} online CPU(s) have no topology records: " + _ranges(unplaced))
+    if offline:
         notes.append(
-            f"{len(unplaced)} CPU(s) have no topology records (offline when the dump was taken): "
-            + _ranges(unplaced)
+            f"{len(offline)} CPU(s) offline when the dump was taken, not simulated: " + _ranges(offline)
         )
     sizes = {len(m) for m in groups.values()}
     if len(sizes) > 1:
@@ -610,15 +823,48 @@ def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[st
     return (
         Topology(
             cpus=n,
+            online_cpus=n_online,
             sockets=len(packages),
             cores=len(groups),
             cores_per_socket=cores_per_socket,
             threads_per_core=threads,
+            cores_per_module=_cores_per_module(placed, core_of),
             inferred=False,
             note=note,
+            source=source,
         ),
         notes,
     )
+
+
+def _check_packages(raw: _Raw, placed: list[CpuRecord]) -> None:
+    """Each CPU in one package: its package's CPU list names no CPU of another package."""
+    package_of = {c.cpu: c.package_id for c in placed}
+    for c in placed:
+        for fname in ("package_cpus_list", "core_siblings_list"):
+            f = raw.topology.get(c.cpu, {}).get(fname)
+            if f is None:
+                continue
+            for other in _cpu_list(f.value, f.line, f"cpu{c.cpu}/topology/{fname}"):
+                if other in package_of and package_of[other] != c.package_id:
+                    raise DumpError(
+                        f.line,
+                        f"contradictory topology: cpu{c.cpu}/topology/{fname} puts cpu{other} in package "
+                        f"{c.package_id}, but its physical_package_id is {package_of[other]} "
+                        "(a CPU in two packages)",
+                    )
+
+
+def _cores_per_module(placed: list[CpuRecord], core_of: Mapping[int, tuple[int, int, int]]) -> int | None:
+    """Cores sharing a cluster_id (Sierra Forest's 4-core modules), when every module has as many."""
+    modules: dict[tuple[int, int, int], set[tuple[int, int, int]]] = {}
+    for c in placed:
+        if c.cluster_id is None:
+            return None
+        key = (c.package_id or 0, c.die_id if c.die_id is not None else -1, c.cluster_id)
+        modules.setdefault(key, set()).add(core_of[c.cpu])
+    sizes = {len(cores) for cores in modules.values()}
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _ranges(cpus: Iterable[int]) -> str:

@@ -94,6 +94,18 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint="Blank: the platform's (2). CPU s*C*T + t*C + k is thread t of core k on socket s.",
                 ),
                 FormField(
+                    "topology.cores_per_module",
+                    "Cores per module",
+                    "int?",
+                    hint="Blank: the platform's. Cores sharing an L2 (Sierra Forest's module states).",
+                ),
+                FormField(
+                    "topology.cpus",
+                    "Online CPUs",
+                    "int?",
+                    hint="Blank: sockets x cores x threads. A machine's online CPUs, checked against it.",
+                ),
+                FormField(
                     "package.limit",
                     "Package C-state limit (BIOS)",
                     "select",

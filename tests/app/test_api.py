@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from engine import BUILTIN_PLATFORMS
 from tests.app.factories import small_config, submit, wait_finished
 
 
@@ -189,12 +190,14 @@ def test_platforms_builtin_and_custom(client: httpx.Client) -> None:
     assert [s["name"] for s in r.json()["table"]["states"]] == ["POLL", "C1", "C6"]
     assert client.post("/api/platforms", json=body).status_code == 409
     assert client.get("/api/platforms/mytable").status_code == 200
-    # An unknown name lists the custom tables beside the built-in ones.
-    r = client.post("/api/runs", json={"config": {"platform": "nope"}})
+    # An unknown name lists at most 10 names, built-in and custom alike, the closest first, and a count.
+    r = client.post("/api/runs", json={"config": {"platform": "mytabel"}})
     assert r.status_code == 422
     error = r.json()["detail"][0]
     assert error["loc"] == ["body", "config", "platform"]
-    assert "built-in tables are icx, skx, wsm" in error["msg"] and "mytable" in error["msg"]
+    listed = error["msg"].split("the closest: ", 1)[1].split(" (", 1)[0].split(", ")
+    assert listed[0] == "mytable" and len(listed) == 10
+    assert f"{len(BUILTIN_PLATFORMS)} built-in tables and 1 custom" in error["msg"]
 
     run = client.post("/api/runs?wait=true", json={"config": small_config(platform="mytable")}).json()
     assert run["status"] == "done", run["error"]

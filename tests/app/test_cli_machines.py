@@ -35,7 +35,8 @@ def test_collect_then_platforms_import(tmp_path: Path) -> None:
     assert "/sys/devices/system/cpu/cpu0/cpuidle/state3/name:C6" in (tmp_path / "m.txt").read_text()
     imported = idlelab("platforms", "import", "m.txt", "--name", "eight", cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    assert "imported eight: the table equals the built-in 'skx' table" in imported.stdout
+    assert "imported eight: the table is skx" in imported.stdout
+    assert "based_on: skx; variant: none; driver: intel_idle; governor: menu" in imported.stdout
     assert count(tmp_path / "cli.db", CustomPlatform) == 1
     listed = idlelab("platforms", "--custom", cwd=tmp_path)
     assert "eight" in listed.stdout

@@ -14,6 +14,7 @@ from tests.app.measurements.test_wult import INFO, ROWS, csv
 from tests.app.platforms.machines import HEADER, SKX, grep_text, machine_files
 from tests.browser.conftest import WAIT_S
 from tests.browser.test_dashboard import drawn
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -71,6 +72,9 @@ def test_import_simulate_compare(new_tab: Any) -> None:
     assert page.locator("tr[data-state='C6'][data-metric='WakeLatency']").count() == 1
     tab.screenshot("measurement-wult")
 
+    # wult's files name no CPU model: the page asks which platform.
+    assert page.locator("#sim-ask").count() == 1
+    page.locator("#sim-platform").select_option("browser-box")
     page.locator("#simulate-this").click()
     page.wait_for_url(re.compile(r"/compare\?ids="))
     reload_until(page, "#measured-table")
@@ -79,3 +83,40 @@ def test_import_simulate_compare(new_tab: Any) -> None:
     tail = drawn(page, "chart-measured_wake_tail")
     assert tail["svg"] >= 1 and tail["traces"] == tail["data"] == 2  # simulated and measured
     tab.screenshot("compare-measured")
+
+
+# What each server is (tests/data/machines/README.md) and the package and module states its table has.
+SERVERS = {
+    "emr9": ("spr", 144, ["PC2", "PC6"]),
+    "srf8": ("srf", 128, ["MC6", "PC2", "PC6"]),
+}
+
+
+@pytest.mark.parametrize("machine", sorted(SERVERS))
+def test_a_real_server_imported_through_the_page_simulates_and_shows_its_package_states(
+    new_tab: Any, machine: str
+) -> None:
+    based_on, cpus, package_states = SERVERS[machine]
+    tab = new_tab()
+    page = tab.page
+    dump = (REPO_ROOT / "tests" / "data" / "machines" / f"{machine}-sysfs.txt.gz").read_bytes()
+    page.goto("/import")
+    page.locator("#dump").set_input_files(
+        {"name": f"{machine}.txt.gz", "mimeType": "application/gzip", "buffer": dump}
+    )
+    page.locator("#name").fill(f"browser-{machine}")
+    page.locator("#import-machine-submit").click()
+    page.wait_for_url(re.compile(rf"/platforms/browser-{machine}$"))
+    assert page.locator("#based-on").inner_text() == based_on
+    assert page.locator("#machine-run").inner_text().startswith(f"{cpus} CPUs")
+    shown = page.locator("#package-states tr[data-package-state]")
+    assert [shown.nth(i).get_attribute("data-package-state") for i in range(shown.count())] == package_states
+
+    page.locator("#simulate-platform").click()
+    page.wait_for_url(re.compile(rf"/platforms/browser-{machine}\?run="))
+    reload_until(page, "#sim-status:has-text('done')")
+    # Once simulated, each package state shows its simulated share.
+    for name in package_states:
+        cell = page.locator(f"#package-states tr[data-package-state='{name}'] td.num").inner_text()
+        assert cell.endswith("%"), (name, cell)
+    tab.screenshot(f"machine-{machine}")

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 import engine
 from engine import SimConfig, custom_platform, load_platform
 from engine.config import MAX_CPUS, MAX_EXPECTED_EVENTS, config_errors
-from engine.platforms import HASH_EXEMPT
+from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT
 
 from .conftest import exact_state
 
@@ -78,7 +78,9 @@ def test_cpu_lists_within_range_are_valid() -> None:
 def test_unknown_platform() -> None:
     err = only_error({"platform": "nope"})
     assert err["loc"] == ["platform"]
-    assert "nope" in str(err["msg"]) and "skx" in str(err["msg"])
+    # At most 10 names, the closest first, and how many there are.
+    assert "nope" in str(err["msg"]) and f"{len(BUILTIN_PLATFORMS)} built-in tables" in str(err["msg"])
+    assert "the closest: skx," in str(only_error({"platform": "skxx"})["msg"])
 
 
 def test_unknown_governor() -> None:

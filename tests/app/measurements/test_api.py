@@ -16,6 +16,8 @@ from app.core.models import Measurement
 from tests.app.factories import done_run
 from tests.app.measurements.test_turbostat import OUTPUT as TURBOSTAT
 from tests.app.measurements.test_wult import HEADER, INFO, ROWS, csv, row
+from tests.app.platforms.machines import CLIENT, grep_text, machine_files, skx96
+from tests.app.platforms.machines import HEADER as MACHINE_HEADER
 
 TWO_FILES = [("files", ("datapoints.csv", csv(*ROWS))), ("files", ("info.yml", INFO.encode()))]
 
@@ -198,11 +200,44 @@ def test_with_10_to_the_5_samples_the_hardware_worst_case_is_measured_too(app_cl
     assert c6["exit_latency_us"] == 133
 
 
-def test_a_turbostat_measurement_simulates_on_the_table_its_preamble_names(app_client: Any) -> None:
-    mid = post(app_client, content=TURBOSTAT.encode(), headers={"content-type": "text/plain"}).json()["id"]
+def test_a_turbostat_measurement_simulates_on_the_platform_of_the_cpu_it_names(app_client: Any) -> None:
+    # turbostat's preamble names the CPU: family 6, model 85 is skx's (Skylake-X, Cascade Lake).
+    named = TURBOSTAT.replace(
+        "CPUID(0): GenuineIntel 0x16 CPUID levels\n",
+        "CPUID(0): GenuineIntel 0x16 CPUID levels\n"
+        "CPUID(1): family:model:stepping 0x6:55:7 (6:85:7) microcode 0x1\n",
+    )
+    assert named != TURBOSTAT
+    mid = named_id = post(app_client, content=named.encode(), headers={"content-type": "text/plain"}).json()[
+        "id"
+    ]
     answer = app_client.post(f"/api/measurements/{mid}/simulate").json()
-    # The preamble lists POLL, C1, C1E and C6: skx has them all (and is tried first).
     assert answer["config"]["platform"] == "skx"
+    # An imported machine of that model is taken over the built-in table; a newer one of another is not.
+    skx = app_client.post("/api/platforms/import", content=skx96().encode(), params={"name": "my-clx"},
+                          headers={"content-type": "text/plain"})  # fmt: skip
+    assert skx.status_code == 201, skx.text
+    client_dump = grep_text(
+        machine_files(CLIENT, 4), MACHINE_HEADER.replace("model\t\t: 85", "model\t\t: 151")
+    )
+    other = app_client.post("/api/platforms/import", content=client_dump.encode(), params={"name": "newer"},
+                            headers={"content-type": "text/plain"})  # fmt: skip
+    assert other.status_code == 201, other.text
+    assert app_client.post(f"/api/measurements/{mid}/simulate").json()["config"]["platform"] == "my-clx"
+    # Without a CPU model: a 422 at body.platform listing the candidates, never the newest import.
+    unnamed = post(app_client, content=TURBOSTAT.encode(), headers={"content-type": "text/plain"}).json()[
+        "id"
+    ]
+    asked = app_client.post(f"/api/measurements/{unnamed}/simulate")
+    assert asked.status_code == 422
+    (error,) = asked.json()["detail"]
+    assert error["loc"] == ["body", "platform"] and "names no CPU model" in error["msg"]
+    assert "skx" in error["msg"] and "my-clx" in error["msg"]
+    # The page asks: the platform select is required, with no "chosen from the measurement".
+    page = app_client.get(f"/measurements/{unnamed}").text
+    assert 'id="sim-ask"' in page and 'name="platform" required' in page
+    assert 'id="sim-ask"' not in app_client.get(f"/measurements/{named_id}").text
+    mid = unnamed
     refused = app_client.post(f"/api/measurements/{mid}/calibrate")
     assert refused.status_code == 422 and "only a wult measurement" in refused.json()["detail"][0]["msg"]
 

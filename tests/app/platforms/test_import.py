@@ -10,6 +10,7 @@ import pytest
 
 from app.platforms.service import derive_name
 from app.platforms.sysfs import parse_dump
+from engine import load_platform
 from tests.app.platforms.machines import (
     HEADER,
     SKX,
@@ -21,6 +22,10 @@ from tests.app.platforms.machines import (
 )
 
 TEXT = {"content-type": "text/plain"}
+
+
+def skx_costs() -> dict[str, Any]:
+    return load_platform("skx").costs.model_dump(mode="json")
 
 
 def post_dump(client: Any, text: str | bytes, **params: str) -> Any:
@@ -48,13 +53,21 @@ def test_a_skx_dump_is_recognised_with_its_topology_and_counters(app_client: Any
     c6 = next(s for s in machine["counters"]["states"] if s["name"] == "C6")
     assert c6["usage"] == 96 * 3000 and c6["above_ratio"] == pytest.approx(0.1)
     assert len(machine["counters"]["per_cpu"]) == 96
-    # Borrowed costs are labelled so.
-    assert body["table"]["costs"]["tsc_mhz"]["kind"] == "estimate"
-    assert "borrowed" in body["table"]["costs"]["tsc_mhz"]["source"]
+    # Recognition's contract fields; a recognised table keeps its own platform's costs.
+    assert (body["based_on"], body["variant"], body["driver"], body["governor"]) == (
+        "skx",
+        [],
+        "intel_idle",
+        "menu",
+    )
+    assert body["family_modelled"] is True
+    assert body["table"]["costs"]["tsc_mhz"] == skx_costs()["tsc_mhz"]
     # The page shows the snapshot: the measured C6 share in the counter table.
     page = app_client.get("/platforms/clx96")
     assert page.status_code == 200
     assert 'data-relation="equal"' in page.text and "60.00%" in page.text
+    assert '<td id="based-on">skx</td>' in page.text and "96 CPUs (2 × 24 × 2), governor menu" in page.text
+    assert "<code>C1:2:2,C1E:10:20,C6:133:600</code>" in page.text
 
 
 def test_names_are_derived_from_the_cpu_model_and_kept_unique(app_client: Any) -> None:
@@ -72,8 +85,11 @@ def test_a_variant_and_an_inferred_topology_are_said_so(app_client: Any) -> None
     text = grep_text(machine_files(SKX_PC6_OFF, 4), HEADER)  # no topology records
     body = post_dump(app_client, text, name="pc6-off").json()
     assert body["machine"]["recognised"]["relation"] == "variant"
-    assert "package C6 disabled" in body["machine"]["recognised"]["message"]
+    assert (body["based_on"], body["variant"]) == ("skx", ["pc6-off"])
     assert body["machine"]["topology"]["inferred"] is True
+    # PC6-off means a package limit of PC0 or PC2: the run takes PC2, and says it is inferred.
+    assert body["machine"]["config"]["package"] == {"limit": "PC2"}
+    assert any("PC2 is taken (inferred)" in n for n in body["table"]["notes"])
 
 
 def test_disabled_states_become_the_runs_disabled_states(app_client: Any) -> None:
@@ -124,7 +140,7 @@ BAD_DUMPS = [
     ("a truncated line", skx96().replace("/proc/uptime:", "/proc/up", 1).encode(), 8, "no ':' after a path"),
     ("a state with no name", NO_NAME.encode(), line_of(NO_NAME, CPU0 + "state1/"), "state1 has no name"),
     ("contradictory values", CONTRADICTION.encode(), line_of(CONTRADICTION, CPU1 + "state3/latency"), "133"),
-    ("too many CPUs", grep_text(machine_files(SKX, 513), HEADER).encode(), None, "at most 512"),
+    ("too many CPUs", grep_text(machine_files(SKX, 1025), HEADER).encode(), None, "at most 1024"),
     ("too many states", THIRTY_THREE.encode(), line_of(THIRTY_THREE, CPU0 + "state32/"), "at most 32"),
     ("100k lines, no state", ((GLOBAL + "current_driver:x\n") * 100_000).encode(), None, "no cpuidle state"),
 ]
@@ -168,3 +184,22 @@ def test_the_import_paths_take_up_to_8_mib_and_other_posts_keep_their_limit(app_
     padded = b"{" + b" " * (300 * 1024) + b"}"
     runs = app_client.post("/api/runs", content=padded, headers={"content-type": "application/json"})
     assert runs.status_code == 413
+
+
+def test_a_1024_cpu_machine_with_its_topology_fits_the_import_limit(app_client: Any) -> None:
+    def layout(cpu: int) -> tuple[int, int, str]:  # 2 sockets x 256 cores x 2 threads
+        first = cpu % 512
+        return first // 256, first % 256, f"{first},{first + 512}"
+
+    files = machine_files(SKX, 1024, layout=layout)
+    for cpu in range(1024):  # the lists a real topology/ has too (~3.5 KB per CPU in all)
+        package = "0-255,512-767" if cpu % 512 < 256 else "256-511,768-1023"
+        for name in ("package_cpus_list", "core_siblings_list", "die_cpus_list"):
+            files[f"/sys/devices/system/cpu/cpu{cpu}/topology/{name}"] = package
+    body = grep_text(files, HEADER).encode()
+    assert len(body) > 3 * 2**20
+    r = post_dump(app_client, body, name="big")
+    assert r.status_code == 201, r.text[:300]
+    assert r.json()["machine"]["config"]["topology"] == {
+        "sockets": 2, "cores_per_socket": 256, "threads_per_core": 2, "cpus": 1024
+    }  # fmt: skip

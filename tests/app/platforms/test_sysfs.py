@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.platforms.machine import build_platform, counter_summary, match_builtin
-from engine import BUILTIN_PLATFORMS
+from app.platforms.machine import (
+    build_platform,
+    counter_summary,
+    machine_platform,
+    match_builtin,
+    recognise_dump,
+    run_topology,
+)
 from app.platforms.sysfs import MAX_CPUS, DumpError, SysfsDump, parse_dump
+from engine import BUILTIN_PLATFORMS
 from tests.app.platforms.machines import (
     CLIENT,
     HEADER,
@@ -107,15 +115,21 @@ def test_skx_table_equals_the_builtin_and_the_platform_borrows_its_costs() -> No
     assert any("equals the built-in 'skx'" in n for n in platform.notes)
 
 
-def test_skx_with_c6_at_92_276_is_the_pc6_disabled_variant() -> None:
+def test_skx_with_c6_at_92_276_is_recognised_as_pc6_off_and_runs_at_pc2() -> None:
     dump = parse_dump(grep_text(machine_files(SKX_PC6_OFF, 4)))
-    match = match_builtin(dump)
-    assert (match.builtin, match.relation) == ("skx", "variant")
-    assert match.variant == "skx with package C6 disabled in BIOS (package limit PC0 or PC2)"
-    platform = build_platform(dump, "pc6-off")
-    assert platform.states[3].exit_latency_us == 92
-    # skx's C6 median belongs to its 133 us worst case: it does not carry over to 92 us.
-    assert platform.states[3].exit_latency_median_us is None
+    topology = run_topology(dump.topology)
+    rec, match = recognise_dump(dump, topology)
+    assert (rec.based_on, rec.variant, match.relation, match.variant) == (
+        "skx",
+        ["pc6-off"],
+        "variant",
+        "pc6-off",
+    )
+    assert rec.config["package"] == {"limit": "PC2"}
+    platform = machine_platform(dump, rec, match, "pc6-off")
+    # The engine rewrites C6 under that limit, as skx_idle_state_table_update() does.
+    assert platform.under_package_limit("PC2").states[3].exit_latency_us == 92
+    assert topology == {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1, "cpus": 4}
 
 
 def test_icx_table_equals_icx_and_keeps_the_published_median_labelled_borrowed() -> None:
@@ -300,7 +314,7 @@ def test_hostile_numbers_are_refused_without_building_them() -> None:
 
 def test_too_many_cpus_is_named_at_the_first_cpu_over() -> None:
     text = "".join(f"/sys/devices/system/cpu/cpu{c}/cpuidle/state0/name:POLL\n" for c in range(MAX_CPUS + 1))
-    expect_error(text, MAX_CPUS + 1, "too many CPUs", "cpu512")
+    expect_error(text, MAX_CPUS + 1, "too many CPUs", f"cpu{MAX_CPUS}", "at most 1024")
 
 
 def test_too_many_states() -> None:
@@ -319,7 +333,7 @@ def test_no_states_at_all() -> None:
 
 
 def test_a_large_dump_is_bounded_by_cpus_not_lines() -> None:
-    # 512 CPUs x 6 states: ~37k lines, well past any line count a careless bound would pick.
+    # 1,024 CPUs x 6 states: ~74k lines, well past any line count a careless bound would pick.
     dump = parse_dump(grep_text(machine_files(CLIENT, MAX_CPUS)))
     assert len(dump.cpus) == MAX_CPUS
 
@@ -389,3 +403,82 @@ def test_a_dump_cut_anywhere_or_spliced_gives_a_dump_or_a_dump_error(cut: int, j
         parse_dump(data[:cut])
     except DumpError:
         pass
+
+
+def _topology_files(n: int, record: Callable[[int], dict[str, str]]) -> dict[str, str]:
+    files = machine_files(SKX, n)
+    for cpu in range(n):
+        for key, value in record(cpu).items():
+            files[f"/sys/devices/system/cpu/cpu{cpu}/topology/{key}"] = value
+    return files
+
+
+def test_a_multi_die_part_counts_sockets_by_package_and_cores_per_die() -> None:
+    # Cascade Lake-AP: 2 packages of 2 dies, core_id repeating on each die; 1 thread per core here.
+    def record(cpu: int) -> dict[str, str]:
+        return {"physical_package_id": str(cpu // 8), "die_id": str(cpu // 4 % 2), "core_id": str(cpu % 4)}
+
+    topo = parse_dump(grep_text(_topology_files(16, record))).topology
+    assert (topo.sockets, topo.cores, topo.cores_per_socket, topo.threads_per_core) == (2, 16, 8, 1)
+    assert "4 dies: a die is not a socket" in topo.note
+    assert run_topology(topo) == {"sockets": 2, "cores_per_socket": 8, "threads_per_core": 1, "cpus": 16}
+
+
+def test_modules_from_cluster_id_and_four_threads_per_core() -> None:
+    def record(cpu: int) -> dict[str, str]:
+        core = cpu // 4
+        siblings = f"{core * 4}-{core * 4 + 3}"
+        return {"physical_package_id": "0", "core_id": str(core), "cluster_id": str(core // 2),
+                "thread_siblings_list": siblings}  # fmt: skip
+
+    topo = parse_dump(grep_text(_topology_files(16, record))).topology
+    assert (topo.cores, topo.threads_per_core, topo.cores_per_module) == (4, 4, 2)
+    assert run_topology(topo) == {
+        "sockets": 1, "cores_per_socket": 4, "threads_per_core": 4, "cpus": 16, "cores_per_module": 2
+    }  # fmt: skip
+
+
+def test_offline_cpus_by_their_online_file_are_not_simulated() -> None:
+    files = machine_files(SKX, 8, layout=lambda c: (0, c, str(c)))
+    files["/sys/devices/system/cpu/cpu7/online"] = "0"
+    files["/sys/devices/system/cpu/cpu6/online"] = "1"
+    dump = parse_dump(grep_text(files))
+    assert [c.cpu for c in dump.cpus if not c.online] == [7]
+    assert dump.topology.online_cpus == 7 and run_topology(dump.topology)["cpus"] == 7
+    assert any("offline when the dump was taken" in n for n in dump.notes)
+
+
+def test_topology_from_proc_cpuinfo_when_sysfs_has_none() -> None:
+    header = "".join(
+        f"/proc/cpuinfo:processor\t: {c}\n/proc/cpuinfo:physical id\t: {c // 4}\n"
+        f"/proc/cpuinfo:core id\t: {c % 4}\n"
+        for c in range(8)
+    )
+    topo = parse_dump(grep_text(machine_files(SKX, 8), header)).topology
+    assert (topo.sockets, topo.cores_per_socket, topo.inferred, topo.source) == (2, 4, False, "/proc/cpuinfo")
+
+
+def test_a_dump_without_topology_says_what_it_inferred_from() -> None:
+    topo = parse_dump(grep_text(machine_files(SKX, 8))).topology
+    assert topo.inferred and topo.source == "inferred from the CPU count"
+
+
+def test_a_cpu_in_two_packages_is_refused_naming_the_line() -> None:
+    files = machine_files(SKX, 4, layout=lambda c: (c // 2, c % 2, str(c)))
+    files["/sys/devices/system/cpu/cpu0/topology/package_cpus_list"] = "0-2"  # cpu2 is package 1's
+    text = grep_text(files)
+    expect_error(
+        text, line_of(text, "/sys/devices/system/cpu/cpu0/topology/package_cpus_list"), "two packages"
+    )
+    header = "/proc/cpuinfo:processor\t: 1\n/proc/cpuinfo:physical id\t: 1\n"  # sysfs says package 0
+    text = grep_text(machine_files(SKX, 4, layout=lambda c: (c // 2, c % 2, str(c))), header)
+    expect_error(text, 2, "contradictory topology", "cpu1")
+
+
+def test_a_dump_mixing_two_drivers_is_refused() -> None:
+    files = machine_files(SKX, 2)
+    files["/sys/devices/system/cpu/cpu1/cpuidle/driver/name"] = "acpi_idle"
+    text = grep_text(files)
+    expect_error(
+        text, line_of(text, "/sys/devices/system/cpu/cpu1/cpuidle/driver/name"), "two cpuidle drivers"
+    )

@@ -1,0 +1,104 @@
+"""A run on an imported platform is that machine: on each development dump (imported gzipped, as
+stored), on a guest with no package states and on one with no cpuidle driver, `POST
+/api/platforms/{id}/simulate` with `{}` gives a 202 run with exactly the dump's online CPUs and its
+governor."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from typing import Any
+
+import pytest
+
+from tests.app.platforms.machines import HEADER, SKX, grep_text, machine_files, skx_layout
+from tests.conftest import REPO_ROOT
+
+MACHINES = REPO_ROOT / "tests" / "data" / "machines"
+# The table each development dump is (tests/data/machines/README.md) and its variants.
+DEVELOPMENT = {
+    "sklep0": ("skx", []),
+    "icx2s3": ("icx", []),
+    "emr9": ("spr", []),
+    "srf8": ("srf", []),
+    "bdwep0": ("bdw", ["mwait-subset:C7s,C8,C9,C10", "acpi-off:C3"]),
+    "adl0": ("adl_l", ["unusable:C1"]),
+    "milan0": ("acpi_idle", []),
+}
+TEXT = {"content-type": "text/plain"}
+
+
+def simulate(client: Any, body: bytes, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Import the dump, simulate it with `{}`: the import answer and the run's config."""
+    imported = client.post("/api/platforms/import", content=body, headers=TEXT, params={"name": name})
+    assert imported.status_code == 201, imported.text
+    submitted = client.post(f"/api/platforms/{name}/simulate", json={})
+    assert submitted.status_code == 202, submitted.text
+    return imported.json(), client.get(f"/api/runs/{submitted.json()['id']}").json()["config"]
+
+
+def dump_facts(text: str) -> tuple[int, str]:
+    """The dump's CPUs with cpuidle records and its governor, read without the importer."""
+    cpus = set(re.findall(r"^/sys/devices/system/cpu/cpu(\d+)/cpuidle/", text, re.M))
+    governor = re.search(r"^/sys/devices/system/cpu/cpuidle/current_governor(?:_ro)?:(\S+)", text, re.M)
+    assert governor is not None
+    return len(cpus), governor.group(1)
+
+
+@pytest.mark.parametrize("machine", sorted(DEVELOPMENT))
+def test_each_development_dump_runs_as_that_machine(app_client: Any, machine: str) -> None:
+    body = (MACHINES / f"{machine}-sysfs.txt.gz").read_bytes()
+    cpus, governor = dump_facts(gzip.decompress(body).decode())
+    answer, config = simulate(app_client, body, machine)
+    assert (answer["based_on"], answer["variant"]) == DEVELOPMENT[machine]
+    assert answer["governor"] == governor and answer["driver"] in ("intel_idle", "acpi_idle")
+    topo = config["topology"]
+    assert topo["cpus"] == cpus == topo["sockets"] * topo["cores_per_socket"] * topo["threads_per_core"]
+    assert config["governor"]["name"] == governor
+
+
+def test_a_pc6_off_table_runs_at_pc2_and_a_ladder_machine_with_ladder(app_client: Any) -> None:
+    pc6_off = [*SKX[:3], ("C6", "MWAIT 0x20", 92, 276, 0)]
+    text = grep_text(machine_files(pc6_off, 96, layout=skx_layout, governor="ladder"), HEADER)
+    answer, config = simulate(app_client, text.encode(), "ladder-pc6-off")
+    assert answer["variant"] == ["pc6-off"]
+    assert config["package"]["limit"] == "PC2" and config["governor"]["name"] == "ladder"
+    assert (
+        config["topology"]["sockets"],
+        config["topology"]["threads_per_core"],
+        config["topology"]["cpus"],
+    ) == (
+        2,
+        2,
+        96,
+    )
+
+
+def test_a_guest_without_package_states_runs(app_client: Any) -> None:
+    guest = [SKX[0], ("haltpoll idle", "default architecture idle", 1, 1, 0)]
+    text = grep_text(machine_files(guest, 6, driver="haltpoll", governor="haltpoll"), HEADER)
+    answer, config = simulate(app_client, text.encode(), "guest")
+    assert (answer["driver"], answer["governor"], answer["family_modelled"]) == (
+        "haltpoll",
+        "haltpoll",
+        False,
+    )
+    assert config["topology"]["cpus"] == 6
+    assert config["package"]["limit"] == "PC0"
+
+
+def test_a_guest_without_a_cpuidle_driver_runs_hlt(app_client: Any) -> None:
+    files = {
+        f"/sys/devices/system/cpu/cpu{c}/topology/{k}": v
+        for c in range(4)
+        for k, v in (("physical_package_id", "0"), ("core_id", str(c)), ("thread_siblings_list", str(c)))
+    }
+    files["/sys/devices/system/cpu/cpuidle/current_driver"] = "none"
+    files["/sys/devices/system/cpu/cpuidle/current_governor_ro"] = "menu"
+    answer, config = simulate(app_client, grep_text(files, HEADER).encode(), "no-driver")
+    assert (answer["based_on"], answer["driver"], answer["family_modelled"]) == (
+        "default_idle",
+        "none",
+        False,
+    )
+    assert config["topology"]["cpus"] == 4 and config["governor"]["name"] == "fixed"
