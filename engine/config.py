@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.governors import releases
 from engine.platforms import BUILTIN_PLATFORMS, Platform
 
 MAX_CPUS = 512
@@ -21,7 +22,7 @@ MAX_DURATION_MS = 60_000.0
 # The kernel preallocates per-event sample arrays: this bounds memory (about 60 bytes per event).
 MAX_EXPECTED_EVENTS = 20_000_000
 
-GovernorName = Literal["menu", "teo", "ladder", "oracle", "fixed"]
+GovernorName = Literal["menu", "teo", "ladder", "haltpoll", "oracle", "fixed"]
 Mechanism = Literal["ipi", "mwait_rfc", "tif_polling"]
 WorkDistribution = Literal["exponential", "fixed"]
 
@@ -53,6 +54,30 @@ class GovernorConfig(_Model):
     fixed_state: str | None = Field(
         default=None, description="State name for the `fixed` governor (default: deepest enabled)."
     )
+    kernel: str | None = Field(
+        default=None,
+        description=(
+            "The kernel the governor follows: a mainline tag (v6.6, v6.12, v6.18, v6.19; v7.0-rcN as "
+            "prereleases), a stable point release (v6.12.60), or a commit (12 hex digits). Default: "
+            "the newest released tag modelled for the governor. Not for oracle and fixed."
+        ),
+        max_length=40,
+    )
+
+    @model_validator(mode="after")
+    def _check_kernel(self) -> GovernorConfig:
+        try:
+            releases.resolve(self.name, self.kernel)
+        except ValueError:
+            known = releases.known_names(self.name)
+            if not known:
+                raise ValueError(
+                    f"governor.kernel: {self.name} is not a kernel governor; leave kernel unset"
+                ) from None
+            raise ValueError(
+                f"governor.kernel: unknown {self.kernel!r} for {self.name}; known: {', '.join(known)}"
+            ) from None
+        return self
 
 
 class StatesConfig(_Model):
@@ -73,6 +98,11 @@ class StatesConfig(_Model):
 class TickConfig(_Model):
     hz: Literal[100, 250, 300, 1000] = 250
     nohz: bool = Field(default=True, description="Let the governor stop the tick while idle (NO_HZ_IDLE).")
+    nohz_full: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        description="CPUs booted `nohz_full=` (adaptive ticks): tick_nohz_idle_exit() leaves their tick "
+        "to be re-evaluated instead of restarting it, and menu's nohz_full variant treats them apart.",
+    )
     handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=1.5, description="Tick handler time (estimate)."
     )
@@ -268,6 +298,16 @@ class SimConfig(_Model):
                 )
             if name == "POLL" and not on:
                 raise ValueError("states.irq_enable.POLL: POLL always runs with interrupts enabled")
+        if self.governor.name == "haltpoll" and (len(names) < 2 or names[0] != "POLL"):
+            raise ValueError(
+                f"governor.name: haltpoll needs POLL as state 0 and a state after it; {table.name} has "
+                f"{', '.join(names)}"
+            )
+        bad_nohz = [c for c in self.wakeups.tick.nohz_full if c >= n_cpus]
+        if bad_nohz:
+            raise ValueError(
+                f"wakeups.tick.nohz_full: CPU {bad_nohz[0]} does not exist (CPUs are 0..{n_cpus - 1})"
+            )
         if self.governor.name == "fixed" and self.governor.fixed_state is not None:
             _check_state_names("governor.fixed_state", [self.governor.fixed_state], enabled)
         for i, timer in enumerate(self.wakeups.timers):

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, reflect, select_state
+from engine.governors import G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, poll_time_ns, reflect, select_state
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
@@ -56,8 +56,9 @@ from engine.streams import exponential, lognormal
     C_SOCKET,  # the CPU's socket
     C_HW_LEVEL,  # the core C-state level this thread requests while idle (0: C0); see Hw
     C_HW_START,  # when its wait started (MWAIT reached), for the core and package accounting
+    C_NOHZ_FULL,  # 1 on a `nohz_full` CPU (tick.nohz_full)
     N_CPU_COLS,
-) = range(35)
+) = range(36)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
@@ -103,8 +104,9 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     I_IS_POLL0,
     I_MAX_SLEEP,
     I_PKG_DEEP,  # the package state whose exit the table's deepest figures include (-1: not allowed)
+    I_GOV_VARIANT,  # the governor's release: its behaviour codes (engine.governors.cpuidle.pack_variant)
     N_IP,
-) = range(18)
+) = range(19)
 
 MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
@@ -1180,8 +1182,9 @@ def _enter_idle(
             oracle = min(oracle, inc_t[p])
         oracle = max(oracle - t_start, 0)
     idx, stop = select_state(
-        ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
-        sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        ip[I_GOV], ip[I_GOV_VARIANT], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1,
+        ip[I_LAT_REQ], sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        cs[c, C_NOHZ_FULL] == 1,
     )
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
     if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
@@ -1196,7 +1199,7 @@ def _enter_idle(
     cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
     if hw.level[idx] > 0:
         _hw_enter(cs, hw, c, hw.level[idx], t_start + tab.entry_ns[idx])
-    cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
+    cs[c, C_POLL_DEADLINE] = t_start + poll_time_ns(g, c, ip[I_POLL_LIMIT])
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
         _word_write(cs, seen, ctr, fp, c, c, True)  # IDLE / set polling

@@ -171,7 +171,10 @@ class SimResult(_Model):
     config_hash: str
     platform: str
     governor: str
-    governor_kernel: str = Field(description="The kernel version whose governor algorithm is modelled.")
+    governor_kernel: str = Field(
+        description="What the governor ran: its source file at the kernel named by governor.kernel (a tag, "
+        "a stable point release with its backports, or a commit), or that it is not a kernel governor."
+    )
     mechanism: str
     cpus: int
     sockets: int

@@ -15,7 +15,7 @@ import numpy as np
 
 from engine import kernel as K
 from engine.config import SimConfig
-from engine.governors import GOVERNOR_IDS, GOVERNOR_KERNEL, INF, init_governor_state
+from engine.governors import GOVERNOR_IDS, INF, init_governor_state, releases
 from engine.hardware import hardware_arrays, hardware_result
 from engine.platforms import CState, Platform
 from engine.result import (
@@ -41,7 +41,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.5.0"
+ENGINE_VERSION = "0.6.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -161,6 +161,8 @@ class _Prepared:
         qos = config.states.latency_limit_us
         ip = np.zeros(K.N_IP, dtype=np.int64)
         ip[K.I_GOV] = GOVERNOR_IDS[gov]
+        self.kernel = releases.resolve(gov, config.governor.kernel)
+        ip[K.I_GOV_VARIANT] = self.kernel.variant
         ip[K.I_FIXED_IDX] = fixed_idx
         ip[K.I_LAT_REQ] = INF if qos is None else int(round(qos * 1000))
         ip[K.I_TICK_NS] = tick_ns
@@ -229,6 +231,7 @@ class _Prepared:
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
         cs[:, K.C_SOCKET] = cpus // per_socket
+        cs[w.tick.nohz_full, K.C_NOHZ_FULL] = 1
         # A CPU-bound task on these CPUs for the whole run: never idle, still interrupted.
         cs[_cpu_set(w.busy_cpus, n), K.C_BUSY_UNTIL] = INF
         cs[:, K.C_CSD_OWNER] = cpus
@@ -373,7 +376,7 @@ class _Prepared:
             config_hash=self.config_hash,
             platform=table.name,
             governor=config.governor.name,
-            governor_kernel=GOVERNOR_KERNEL[config.governor.name],
+            governor_kernel=self.kernel.description,
             mechanism=mech,
             cpus=n,
             sockets=config.topology.sockets,

@@ -81,7 +81,7 @@ def test_unknown_platform() -> None:
 
 
 def test_unknown_governor() -> None:
-    err = only_error({"governor": {"name": "haltpoll"}})
+    err = only_error({"governor": {"name": "powersave"}})
     assert err["loc"] == ["governor", "name"]
 
 
@@ -222,6 +222,8 @@ def _perturbations() -> dict[str, dict[str, Any]]:
         "platform_table": None,  # handled below (needs the platform name too)
         "governor.name": "teo",
         "governor.fixed_state": "C1",
+        "governor.kernel": "v6.6",
+        "wakeups.tick.nohz_full": [1],
         "states.disabled": ["C6"],
         "states.irq_enable": {"C1E": True},
         "states.latency_limit_us": 20.0,
