@@ -138,8 +138,12 @@ MECH_IPI, MECH_RFC, MECH_TIF = range(3)
     _K_LOC_BUSY_OTHER,
     K_LOC_IPIS,
     _K_LOC_IPIS_OTHER,
+    K_SELECTS,  # governor selections (cpuidle_select() calls)
+    K_SELECTS_TICK_STOPPED,  # of which with the tick already stopped
+    K_RESCHED_EXITS,  # idle-loop exits on NEED_RESCHED (do_idle() -> tick_nohz_idle_exit())
+    K_RESCHED_EXITS_STOPPED,  # of which left the tick stopped (nohz_full CPUs)
     N_CTR,
-) = range(27)
+) = range(31)
 
 # The sender cost's parts (SENDER_PARTS in order), summed per (locality, target idle or busy).
 PART_SETUP, PART_CSD_WAIT, PART_LINES, PART_APIC, N_PARTS = range(5)
@@ -907,6 +911,7 @@ def _wake_from_idle(
         cs[c, C_BUSY_UNTIL] = start
         cs[c, C_FREE_AT] = start
         cs[c, C_POLL_CLEAR_AT] = start
+        _idle_loop_exit(cs, ctr, c, start, tick_ns)
         return
     irq_work = -1
     if poll and kind != EV_POLL_TIMEOUT and _poll_handles(cs, c, kind, cpus.q_kind):
@@ -1044,11 +1049,27 @@ def _wake_from_idle(
             cs[c, C_SIGNAL_AT] = INF
     elif task_ns > 0 and drained_end >= 0:
         wakes_task = True
-    if wakes_task:
-        cs[c, C_TICK_STOPPED] = 0  # tick_nohz_idle_exit() restarts the tick
-        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t_after, tick_ns)
+    # NEED_RESCHED ends do_idle()'s loop: a woken task, or the polling flag's wake-up itself
+    # (set_nr_if_polling() sets it, whatever the queue holds). An interrupt that wakes no task
+    # returns to the loop, which selects again with the tick as it was.
+    if wakes_task or (kind == EV_SIGNAL and not interrupt and mech == MECH_TIF):
+        _idle_loop_exit(cs, ctr, c, t_after, tick_ns)
     cs[c, C_FREE_AT] = t_after
     cs[c, C_BUSY_UNTIL] = t_after + task_ns
+
+
+@compiled(inline=True)
+def _idle_loop_exit(cs: np.ndarray, ctr: np.ndarray, c: int, t: int, tick_ns: int) -> None:
+    """do_idle() leaves its loop on NEED_RESCHED: tick_nohz_idle_exit() restarts a stopped tick
+    (kernel/time/tick-sched.c), except on a nohz_full CPU, where __tick_nohz_full_update_tick()
+    re-evaluates it and, with one task to run, it stays stopped."""
+    ctr[K_RESCHED_EXITS] += 1
+    if cs[c, C_TICK_STOPPED] == 1:
+        if cs[c, C_NOHZ_FULL] == 1:
+            ctr[K_RESCHED_EXITS_STOPPED] += 1
+            return
+        cs[c, C_TICK_STOPPED] = 0
+        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
 
 
 @compiled(inline=True)
@@ -1187,6 +1208,8 @@ def _enter_idle(
         cs[c, C_NOHZ_FULL] == 1,
     )
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
+    ctr[K_SELECTS] += 1
+    ctr[K_SELECTS_TICK_STOPPED] += int(tick_stopped)
     if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
         cs[c, C_TICK_STOPPED] = 1
     else:

@@ -166,6 +166,19 @@ class Hardware(_Model):
     per_cpu_c1: list[float] = Field(description="Per logical CPU: turbostat's CPU%c1 as a share.")
 
 
+class IdleLoopStats(_Model):
+    """How often the governor saw a stopped tick, and what the idle loop's exits did to it."""
+
+    selections: int = Field(default=0, description="cpuidle_select() calls.")
+    selections_tick_stopped: int = Field(default=0, description="Of which with the tick already stopped.")
+    resched_exits: int = Field(
+        default=0, description="do_idle() loop exits on NEED_RESCHED (tick_nohz_idle_exit() calls)."
+    )
+    resched_exits_tick_left_stopped: int = Field(
+        default=0, description="Of which left the tick stopped (nohz_full CPUs); elsewhere it restarts."
+    )
+
+
 class SimResult(_Model):
     engine_version: str
     config_hash: str
@@ -192,4 +205,5 @@ class SimResult(_Model):
     timeline: list[Timeline]
     hardware: Hardware
     energy: Energy
+    idle_loop: IdleLoopStats = Field(default_factory=IdleLoopStats)
     estimates: list[str] = Field(description="Model parameters of this run that are estimates, not facts.")

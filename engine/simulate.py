@@ -21,6 +21,7 @@ from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
     SENDER_PARTS,
+    IdleLoopStats,
     IpiStats,
     LocalityCost,
     SimResult,
@@ -392,6 +393,12 @@ class _Prepared:
             timeline=self._timeline(),
             hardware=hardware,
             energy=energy,
+            idle_loop=IdleLoopStats(
+                selections=int(ctr[K.K_SELECTS]),
+                selections_tick_stopped=int(ctr[K.K_SELECTS_TICK_STOPPED]),
+                resched_exits=int(ctr[K.K_RESCHED_EXITS]),
+                resched_exits_tick_left_stopped=int(ctr[K.K_RESCHED_EXITS_STOPPED]),
+            ),
             estimates=self.estimates,
         )
 

@@ -1011,3 +1011,32 @@ def test_limits_enforced_before_work_starts() -> None:
         make_config(duration_ms=60_000.0, topology=topo(8, 64))
     with pytest.raises(ValidationError, match="over the limit of 512"):
         make_config(topology={"sockets": 8, "cores_per_socket": 65, "threads_per_core": 1})
+
+
+def test_idle_loop_exit_on_need_resched_restarts_the_tick_except_on_nohz_full() -> None:
+    # CPU 0 busy sends CPU 1 no-wait calls at 500 Hz (Poisson) under the polling flag: each wake
+    # sets NEED_RESCHED without waking a task, so do_idle() leaves its loop and
+    # tick_nohz_idle_exit() restarts the stopped tick. The next selection then sees a running
+    # tick, and ticks that menu keeps wake CPU 1 beyond the calls. On a nohz_full CPU the tick is
+    # re-evaluated and stays stopped: every selection sees it stopped, only the calls wake it.
+    def run(nohz_full: list[int]) -> SimResult:
+        return simulate(make_config(
+            duration_ms=200,
+            ipi_wakeup={"mechanism": "tif_polling"},
+            wakeups=dict(
+                quiet(ipis={"rate_hz": 500, "senders": [0], "targets": [1], "same_socket_share": 1.0}),
+                busy_cpus=[0],
+                tick={"hz": 250, "nohz_full": nohz_full},
+            ),
+        ))
+
+    restarted, kept = run([]), run([1])
+    calls = restarted.ipi.requested
+    assert calls == kept.ipi.requested > 50
+    assert restarted.idle_loop.resched_exits >= calls * 0.8
+    assert restarted.idle_loop.resched_exits_tick_left_stopped == 0
+    assert restarted.idle_loop.selections_tick_stopped < restarted.idle_loop.selections * 0.2
+    assert restarted.wakeups > calls  # ticks kept after a restart wake it too
+    assert kept.idle_loop.resched_exits_tick_left_stopped == kept.idle_loop.resched_exits
+    assert kept.idle_loop.selections_tick_stopped >= kept.idle_loop.selections - 1
+    assert kept.wakeups == calls
