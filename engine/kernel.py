@@ -105,8 +105,9 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     I_MAX_SLEEP,
     I_PKG_DEEP,  # the package state whose exit the table's deepest figures include (-1: not allowed)
     I_GOV_VARIANT,  # the governor's release: its behaviour codes (engine.governors.cpuidle.pack_variant)
+    I_POLL_CHECK_NS,  # poll_idle() reads the clock once per this many ns (POLL_IDLE_RELAX_COUNT loops)
     N_IP,
-) = range(19)
+) = range(20)
 
 MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
@@ -1059,6 +1060,16 @@ def _wake_from_idle(
 
 
 @compiled(inline=True)
+def _poll_timeout_after(limit_ns: int, check_ns: int) -> int:
+    """poll_idle() (drivers/cpuidle/poll_state.c) reads the clock only after every
+    POLL_IDLE_RELAX_COUNT + 1 = 201 cpu_relax() loops and stops at the first read more than the
+    limit past its start: the time-out lands on that read, up to one period late."""
+    if check_ns <= 0:
+        return limit_ns
+    return (limit_ns // check_ns + 1) * check_ns
+
+
+@compiled(inline=True)
 def _idle_loop_exit(cs: np.ndarray, ctr: np.ndarray, c: int, t: int, tick_ns: int) -> None:
     """do_idle() leaves its loop on NEED_RESCHED: tick_nohz_idle_exit() restarts a stopped tick
     (kernel/time/tick-sched.c), except on a nohz_full CPU, where __tick_nohz_full_update_tick()
@@ -1222,7 +1233,7 @@ def _enter_idle(
     cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
     if hw.level[idx] > 0:
         _hw_enter(cs, hw, c, hw.level[idx], t_start + tab.entry_ns[idx])
-    cs[c, C_POLL_DEADLINE] = t_start + poll_time_ns(g, c, ip[I_POLL_LIMIT])
+    cs[c, C_POLL_DEADLINE] = t_start + _poll_timeout_after(poll_time_ns(g, c, ip[I_POLL_LIMIT]), ip[I_POLL_CHECK_NS])
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
         _word_write(cs, seen, ctr, fp, c, c, True)  # IDLE / set polling

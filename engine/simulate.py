@@ -49,6 +49,14 @@ CPUIDLE_POLL_MIN_NS = 10_000
 # some timer within a few seconds).
 MAX_SLEEP_NS = 4_000_000_000
 CHUNKS = 50
+# poll_idle() reads the clock once per POLL_IDLE_RELAX_COUNT + 1 cpu_relax() loops
+# (drivers/cpuidle/poll_state.c: POLL_IDLE_RELAX_COUNT 200).
+POLL_RELAX_LOOPS = 201
+# cpu_relax() is PAUSE: "about 10 cycles" before Skylake, "as many as 140 cycles" from Skylake on
+# (Intel 64 and IA-32 Architectures Optimization Reference Manual, "Pause Latency in Skylake
+# Microarchitecture"). An estimate per platform; unknown platforms take the Skylake figure.
+PAUSE_CYCLES = {"wsm": 10}
+PAUSE_CYCLES_DEFAULT = 140
 
 
 def engine_version() -> str:
@@ -174,6 +182,7 @@ class _Prepared:
         ip[K.I_READ_FIRST] = int(config.ipi_wakeup.read_before_cmpxchg)
         ip[K.I_IRQS_OFF] = int(config.ipi_wakeup.irqs_off_across_wake)
         ip[K.I_POLL_LIMIT] = _poll_limit_ns(self.res_ns, self.enabled, tick_ns)
+        ip[K.I_POLL_CHECK_NS] = _poll_check_ns(table.name, fp[K.P_TSC_GHZ])
         ip[K.I_IRQ_WORK_EXP] = int(w.interrupts.work_distribution == "exponential")
         ip[K.I_SCHED_WORK_EXP] = int(w.sched_wakeups.work_distribution == "exponential")
         ip[K.I_TL_CPUS] = min(config.output.timeline_cpus, n)
@@ -437,6 +446,11 @@ def _irq_on(state: CState, config: SimConfig) -> bool:
     return config.states.irq_enable.get(state.name, state.irq_enable)
 
 
+def _poll_check_ns(platform: str, core_ghz: float) -> int:
+    """How often poll_idle() reads the clock: 201 PAUSEs at the core clock (the TSC rate taken for it)."""
+    return int(POLL_RELAX_LOOPS * PAUSE_CYCLES.get(platform, PAUSE_CYCLES_DEFAULT) / core_ghz)
+
+
 def _poll_limit_ns(res_ns: np.ndarray, enabled: np.ndarray, tick_ns: int) -> int:
     """cpuidle_poll_time() (drivers/cpuidle/cpuidle.c): the target residency of the first enabled
     state after POLL whose residency is at least CPUIDLE_POLL_MIN (10 us; shorter ones are skipped),
@@ -499,6 +513,12 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
                 f"{s.name} exit with only the core in it = {core.value:g} us worst case ({core.kind}: "
                 f"{core.source}), median {core_med.value:g} us ({core_med.kind})"
             )
+    pause = PAUSE_CYCLES.get(table.name, PAUSE_CYCLES_DEFAULT)
+    out.append(
+        f"POLL reads the clock every {POLL_RELAX_LOOPS} cpu_relax() loops of {pause} cycles (estimate: PAUSE "
+        f"latency, Intel optimization manual) at the TSC rate: a POLL time-out up to "
+        f"{_poll_check_ns(table.name, _cost(config, table, 'tsc_mhz') / 1000.0) / 1000:.1f} us late"
+    )
     if config.hardware.c1e_promotion:
         out.append(
             "hardware.c1e_promotion is on: C1 requests enter C1E in hardware (intel_idle turns this off "

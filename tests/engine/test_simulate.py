@@ -1040,3 +1040,29 @@ def test_idle_loop_exit_on_need_resched_restarts_the_tick_except_on_nohz_full() 
     assert kept.idle_loop.resched_exits_tick_left_stopped == kept.idle_loop.resched_exits
     assert kept.idle_loop.selections_tick_stopped >= kept.idle_loop.selections - 1
     assert kept.wakeups == calls
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected_ns"),
+    [
+        # skx: limit 20 us (C1E's residency); 201 PAUSEs of 140 cycles at 3.0 GHz = 9,380 ns per
+        # clock read; the first read past 20 us is the third: 28,140 ns, 8.1 us late.
+        ("skx", 3 * 9_380),
+        # wsm: limit 20 us; 201 PAUSEs of 10 cycles at 2.66 GHz = 755 ns; the 27th read, 20,385 ns.
+        ("wsm", 27 * 755),
+    ],
+)
+def test_poll_time_out_lands_on_a_clock_read(platform: str, expected_ns: int) -> None:
+    # PM QoS 0: menu returns POLL every time; nothing wakes the CPU but the tick (handled inside
+    # POLL), so nearly every stay is one time-out: poll_idle() checks the clock once per 201
+    # cpu_relax() loops, so it ends at the first check after the limit, not at the limit.
+    result = simulate(make_config(
+        platform=platform,
+        duration_ms=20,
+        topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+        states={"latency_limit_us": 0},
+        wakeups=quiet(),
+    ))
+    poll = result.states[0]
+    assert poll.name == "POLL" and poll.usage > 500
+    assert abs(poll.time_ns / poll.usage - expected_ns) < 100
