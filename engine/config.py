@@ -96,12 +96,22 @@ class StatesConfig(_Model):
 
 
 class TickConfig(_Model):
-    hz: Literal[100, 250, 300, 1000] = 250
+    """The scheduler tick. HZ defaults to 1000, what RHEL (8 to 10), Fedora and Ubuntu since 24.04
+    ship (CONFIG_HZ_1000 in their kernel configs); Debian and SUSE ship 250. At 1000, icx's POLL
+    limit is TICK_NSEC/16 = 62.5 us (its C6 residency 600 us is past the cap)."""
+
+    hz: Literal[100, 250, 300, 1000] = 1000
     nohz: bool = Field(default=True, description="Let the governor stop the tick while idle (NO_HZ_IDLE).")
     nohz_full: list[Annotated[int, Field(ge=0)]] = Field(
         default_factory=list,
         description="CPUs booted `nohz_full=` (adaptive ticks): tick_nohz_idle_exit() leaves their tick "
         "to be re-evaluated instead of restarting it, and menu's nohz_full variant treats them apart.",
+    )
+    highres: bool = Field(
+        default=True,
+        description="High-resolution timers on (CONFIG_HIGH_RES_TIMERS, every x86 distribution): then "
+        "hrtimers do not keep a running tick (tick_nohz_next_event() looks at timer-wheel timers "
+        "only), while tick_nohz_get_sleep_length() still reports them to the governor.",
     )
     handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=1.5, description="Tick handler time (estimate)."
@@ -117,6 +127,11 @@ class TimerSource(_Model):
         default=0.5, description="hrtimer interrupt handler time, including the task wake-up (estimate)."
     )
     work_us: Annotated[float, Field(ge=0, le=1_000_000)] = 2.0
+    kind: Literal["hrtimer", "timer_wheel"] = Field(
+        default="hrtimer",
+        description="hrtimer (clock_nanosleep, cyclictest) or a timer-wheel timer (timer_list: "
+        "timeouts, delayed work), which keeps a running tick when due within it.",
+    )
 
 
 class InterruptSource(_Model):

@@ -246,6 +246,7 @@ class Arrivals(NamedTuple):
     tm_period: np.ndarray
     tm_handler: np.ndarray
     tm_work: np.ndarray
+    tm_keeps_tick: np.ndarray  # (timer,) 1: seen by tick_nohz_next_event() (timer wheel, or no high-res)
     irq_t: np.ndarray  # device interrupts of all CPUs back to back; CPU c's from irq_off[c]
     irq_off: np.ndarray
     snd_t: np.ndarray  # no-wait calls each CPU makes: request time, target, offsets
@@ -427,12 +428,23 @@ def _tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
 
 
 @compiled(inline=True)
-def _tick_stays(cs: np.ndarray, c: int, t: int, timer: int, tick_ns: int) -> bool:
+def _tick_stays(
+    cs: np.ndarray, c: int, t: int, tm_next: np.ndarray, tm_keeps_tick: np.ndarray, tick_ns: int
+) -> bool:
     """tick_nohz_idle_stop_tick() keeps a running tick, whatever the governor asked, when the next
-    timer is due within one tick period of the last jiffy (tick_nohz_next_event() in
-    kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC` and not yet stopped). Here the
-    last jiffy is the last tick boundary; the RCU and irq_work reasons are not modelled."""
-    return cs[c, C_TICK_STOPPED] == 0 and timer <= _tick_after(cs, c, t, tick_ns)
+    timer it looks at is due within one tick period of the last jiffy (tick_nohz_next_event() in
+    kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC`, a bail-out only while the tick
+    still runs). It looks at timer-wheel timers, and at hrtimers only without high-resolution
+    timers (get_next_timer_interrupt()); `tm_keeps_tick` says which. Here the last jiffy is the
+    last tick boundary; rcu_needs_cpu(), irq_work and pending timer softirqs, the other reasons,
+    have no source in the model."""
+    if cs[c, C_TICK_STOPPED] != 0:
+        return False
+    horizon = _tick_after(cs, c, t, tick_ns)
+    for k in range(tm_next.shape[0]):
+        if tm_keeps_tick[k] != 0 and tm_next[k, c] <= horizon:
+            return True
+    return False
 
 
 @compiled(inline=True)
@@ -1221,7 +1233,9 @@ def _enter_idle(
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
     ctr[K_SELECTS] += 1
     ctr[K_SELECTS_TICK_STOPPED] += int(tick_stopped)
-    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(
+        cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns
+    ):
         cs[c, C_TICK_STOPPED] = 1
     else:
         cs[c, C_TICK_STOPPED] = 0

@@ -198,6 +198,9 @@ class _Prepared:
         self.tm_period = np.array([int(round(t.period_us * 1000)) for t in w.timers], dtype=np.int64)
         self.tm_handler = np.array([int(round(t.handler_us * 1000)) for t in w.timers], dtype=np.int64)
         self.tm_work = np.array([int(round(t.work_us * 1000)) for t in w.timers], dtype=np.int64)
+        self.tm_keeps_tick = np.array(
+            [int(t.kind == "timer_wheel" or not w.tick.highres) for t in w.timers], dtype=np.int64
+        )
         seeds = stream_seeds(config.seed, n)
         phases = first_uniforms(seeds[:, SRC_TIMERS], n_timers)
         for k, timer in enumerate(w.timers):
@@ -283,6 +286,7 @@ class _Prepared:
         )
         self.arr = K.Arrivals(
             tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
+            tm_keeps_tick=self.tm_keeps_tick,
             irq_t=self.irq_t, irq_off=self.irq_off, snd_t=self.snd_t, snd_dst=self.snd_dst,
             snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
             inc_t=self.inc_t, inc_off=self.inc_off,

@@ -526,8 +526,12 @@ def test_poll_time_limit_is_the_kernels() -> None:
     # qualifies). Then random tables, enabled masks and HZ against the transcription.
     for name, disabled, want in (("skx", [], 20 * US), ("wsm", [], 20 * US), ("icx", [], 250 * US),
                                  ("icx", ["C6"], 250 * US), ("skx", ["C1E"], 250 * US)):
-        run = _Prepared(make_config(platform=name, duration_ms=1.0, states={"disabled": disabled}))
+        run = _Prepared(make_config(
+            platform=name, duration_ms=1.0, states={"disabled": disabled}, wakeups={"tick": {"hz": 250}}
+        ))
         assert run.ip[K.I_POLL_LIMIT] == want, (name, disabled)
+    # The default HZ, 1000: icx's limit is TICK_NSEC/16 = 62.5 us.
+    assert _Prepared(make_config(platform="icx", duration_ms=1.0)).ip[K.I_POLL_LIMIT] == 62_500
     rng = np.random.default_rng(16)
     residencies = [1, 2, 4, 6, 9_999, 10_000, 20_000, 80_000, 600_000]
     for _ in range(5_000):
@@ -543,19 +547,50 @@ def test_tick_stays_when_a_timer_is_due_within_the_period() -> None:
     """tick_nohz_next_event() (kernel/time/tick-sched.c), as tick_nohz_idle_stop_tick() uses it:
     basemono is the last jiffy update (the last tick boundary); if the next event is at most
     TICK_NSEC after it and the tick is not stopped yet, the tick is kept whatever the governor
-    asked; a stopped tick stays stopped (reprogrammed). Random times, timers and tick hints."""
+    asked; a stopped tick stays stopped (reprogrammed). With high-resolution timers the next event
+    is the next timer-wheel timer only (get_next_timer_interrupt()): hrtimers do not count.
+    Random times, timers of both kinds and tick hints."""
     rng = np.random.default_rng(11)
     cs = np.zeros((1, K.N_CPU_COLS), dtype=np.int64)
     for _ in range(20_000):
         tick_ns = 1_000_000_000 // int(rng.choice([100, 250, 300, 1000]))
         t = int(rng.integers(0, 50 * tick_ns))
-        timer = t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)
+        timers = np.array(
+            [[t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)] for _ in range(3)],
+            dtype=np.int64,
+        )
+        wheel = (rng.random(3) < 0.5).astype(np.int64)
         stopped = bool(rng.random() < 0.3)
         cs[0, K.C_TICK_STOPPED] = int(stopped)
         cs[0, K.C_TICK_NEXT] = (t // tick_ns + int(rng.integers(-1, 3))) * tick_ns  # the CPU's tick hint
         basemono = t // tick_ns * tick_ns
-        kernel_keeps = not stopped and timer - basemono <= tick_ns
-        assert bool(K._tick_stays(cs, 0, t, timer, tick_ns)) == kernel_keeps
+        next_wheel = min([int(timers[k, 0]) for k in range(3) if wheel[k]], default=int(K.INF))
+        kernel_keeps = not stopped and next_wheel - basemono <= tick_ns
+        assert bool(K._tick_stays(cs, 0, t, timers, wheel, tick_ns)) == kernel_keeps
+
+
+def test_an_hrtimer_no_longer_keeps_the_tick_with_high_resolution_timers() -> None:
+    # ladder always asks to stop the tick. A 3 ms timer at HZ=100 is often due before the next
+    # tick boundary: a timer-wheel timer then keeps the tick running (tick_nohz_next_event()'s
+    # bail-out), and so does an hrtimer without high-res; with high-res an hrtimer does not, and
+    # the tick is stopped at nearly every entry. Device interrupts with no work return to the
+    # idle loop (no NEED_RESCHED), whose next selection sees the tick as the entry left it.
+    def run(kind: str, highres: bool) -> SimResult:
+        return simulate(make_config(
+            duration_ms=200,
+            governor={"name": "ladder"},
+            topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+            wakeups=quiet(
+                timers=[{"period_us": 3_000.0, "kind": kind}],
+                interrupts={"rate_hz": 3000, "work_us": 0},
+                tick={"hz": 100, "highres": highres},
+            ),
+        ))
+
+    hr, wheel, lowres = run("hrtimer", True), run("timer_wheel", True), run("hrtimer", False)
+    assert wheel.idle_loop == lowres.idle_loop
+    assert hr.idle_loop.selections_tick_stopped > 0.8 * hr.idle_loop.selections
+    assert wheel.idle_loop.selections_tick_stopped < 0.5 * wheel.idle_loop.selections
 
 
 @pytest.mark.parametrize("governor", ["ladder", "menu", "teo"])
