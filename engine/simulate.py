@@ -245,6 +245,9 @@ class _Prepared:
         cs[:, K.C_Q_OWNER] = cpus
         cs[:, K.C_SOCKET] = cpus // per_socket
         cs[w.tick.nohz_full, K.C_NOHZ_FULL] = 1
+        # A nohz_full CPU running its one task has no tick (tick_nohz_full_update_tick()): it
+        # enters its first idle period with the tick stopped.
+        cs[w.tick.nohz_full, K.C_TICK_STOPPED] = 1
         # A CPU-bound task on these CPUs for the whole run: never idle, still interrupted.
         cs[_cpu_set(w.busy_cpus, n), K.C_BUSY_UNTIL] = INF
         cs[:, K.C_CSD_OWNER] = cpus

@@ -134,5 +134,67 @@ def _menu_db86() -> Scenario:
     )
 
 
+M_C6_RESIDENCY = Metric(
+    "c6_residency", "C6 residency", "%", fn=lambda d: 100 * float(d["states"][-1]["residency"]), digits=2
+)
+M_TIMER_LAT = Metric("timer_latency_mean", "Timer wake-up latency, mean", "ns", ("latency", "timer", "mean_ns"))
+
+SOURCE_80606 = (
+    "80606f4eb8d7 (cpuidle: governors: menu: Always check timers with tick stopped), linux-pm "
+    "<5959091.DvuYhMxLoT@rafael.j.wysocki>: with the tick stopped and a short typical interval, "
+    "menu skipped the timer and took KTIME_MAX as the prediction"
+)
+
+
+def _menu_80606() -> Scenario:
+    before, after = "07d815701274", "80606f4eb8d7"
+    # One nohz_full CPU (its tick stays stopped), device interrupts at 100 kHz that wake no task
+    # (a typical interval of a few microseconds), and a 300 us timer: due before C6's 600 us.
+    base: dict[str, Any] = {
+        "platform": "skx",
+        "seed": 5,
+        "duration_ms": 100,
+        "topology": {"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+        "governor": {"name": "menu"},
+        "wakeups": {
+            "tick": {"hz": 1000, "nohz_full": [0]},
+            "timers": [{"period_us": 300.0, "work_us": 5}],
+            "interrupts": {"rate_hz": 100_000, "work_us": 0},
+            "ipis": {"rate_hz": 0},
+            "sched_wakeups": {"rate_hz": 0},
+        },
+    }
+    roles = (
+        Role("before", f"menu at {before} (v6.19's tree)", _merge(base, governor={"kernel": before})),
+        Role("after", f"menu at {after}", _merge(base, governor={"kernel": after})),
+    )
+    checks = (
+        _direction(
+            id="menu-80606-deepest-before", source=SOURCE_80606, metric="C6 residency before",
+            metric_ref=M_C6_RESIDENCY, mode="value", role="before", accept=(20.0, None),
+            tolerance="above 20%", published_text="before: the deepest state, the timer unseen",
+        ),
+        _direction(
+            id="menu-80606-shallower-after", source=SOURCE_80606, metric="C6 residency, after minus before",
+            metric_ref=M_C6_RESIDENCY, mode="diff", baseline="before", role="after", accept=(None, -20.0),
+            tolerance="at least 20 pp lower", published_text="after: a shallower state that fits the timer",
+        ),
+        _direction(
+            id="menu-80606-timer-latency", source=SOURCE_80606, metric="timer wake-up latency, after vs before",
+            metric_ref=M_TIMER_LAT, mode="change_pct", baseline="before", role="after", accept=(None, -20.0),
+            tolerance="at least 20% lower", published_text="the timer no longer waits for C6's exit",
+        ),
+    )
+    return Scenario(
+        name="menu-80606f4eb8d7",
+        title="menu 80606f4eb8d7: the timer read whenever the tick is stopped",
+        description="Before it, a short typical interval made menu skip the timer, and with the tick "
+        "stopped the prediction became KTIME_MAX: the deepest state. After it the timer is read and "
+        "a state that fits it is chosen.",
+        source=SOURCE_80606, roles=roles, metrics=(M_C6_RESIDENCY, M_TIMER_LAT, M_POLL_USAGE), checks=checks,
+        charts=("residency", "latency_cdf"),
+    )
+
+
 def scenarios() -> list[Scenario]:
-    return [_menu_779b(), _menu_db86()]
+    return [_menu_779b(), _menu_db86(), _menu_80606()]
