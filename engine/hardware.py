@@ -79,6 +79,7 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         pk_cnt=np.zeros((n_j, sockets), dtype=np.int64),
         pk_since=np.zeros((n_j, sockets), dtype=np.int64),
         pk_time=np.zeros((n_j, sockets), dtype=np.int64),
+        pk_out_at=np.zeros((n_j, sockets), dtype=np.int64),
     )
 
 

@@ -237,6 +237,7 @@ class Hw(NamedTuple):
     pk_cnt: np.ndarray  # (pkg state, group) cores at >= pk_level
     pk_since: np.ndarray
     pk_time: np.ndarray
+    pk_out_at: np.ndarray  # (pkg state, group) when the package's last exit from it completes
 
 
 class Arrivals(NamedTuple):
