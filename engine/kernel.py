@@ -319,6 +319,27 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
 
 
 @compiled(inline=True)
+def _exit_latency(
+    cs: np.ndarray, hw: Hw, ip: np.ndarray, tab: Table, rng: np.ndarray, c: int, s: int, t: int, mw: int
+) -> int:
+    """Thread c's exit latency from state s at t. The first waker of a package in the package
+    state the table's figure includes takes it out, paying the whole figure; a core of that package
+    waking while it is still leaving (or at the same time) gets the core-only exit but cannot run
+    before the package is out."""
+    row = _exit_row(cs, hw, ip, c, s, t)
+    x = _exit_draw(rng, c, tab, row) + tab.exit_extra_ns[s]
+    j = ip[I_PKG_DEEP]
+    if j >= 0 and hw.level[s] >= hw.pk_level[j]:
+        g = hw.pk_group[j, hw.core_of[c]]
+        t0 = max(t, mw)
+        if row == s:
+            hw.pk_out_at[j, g] = t0 + x
+        elif hw.pk_out_at[j, g] > t0:
+            x = max(x, hw.pk_out_at[j, g] - t0)
+    return x
+
+
+@compiled(inline=True)
 def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
     """Thread c requests core level lv from `start` (its wait begins): with its sibling idle (or
     no sibling), the core is at the shallower of the two levels from the later of the two starts."""
@@ -954,7 +975,7 @@ def _wake_from_idle(
             return
     x = 0
     if not poll and t >= mw:
-        x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
+        x = _exit_latency(cs, hw, ip, tab, rng, c, s, t, mw)
         ssum[S_EXIT_SUM, s] += x
         ssum[S_EXIT_N, s] += 1
     _hw_leave(cs, hw, c, t)

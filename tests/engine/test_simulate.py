@@ -1101,3 +1101,26 @@ def test_poll_time_out_lands_on_a_clock_read(platform: str, expected_ns: int) ->
     poll = result.states[0]
     assert poll.name == "POLL" and poll.usage > 500
     assert abs(poll.time_ns / poll.usage - expected_ns) < 100
+
+
+@pytest.mark.parametrize("platform", ["skx", "icx"])
+def test_package_c6_exit_is_paid_once_and_waited_for_by_the_others(platform: str) -> None:
+    # The tick kept on every CPU (nohz off) at 1000 Hz: all cores wake together from C6 with the
+    # package in PC6. The first core processed takes the package out (the table's whole figure);
+    # the others, waking with it, get the core-only exit but cannot run before the package is out,
+    # so every C6 exit lasts at least the package's: the mean is the one-core mean, not lower.
+    def mean_c6_exit(cores: int) -> float:
+        r = simulate(make_config(
+            platform=platform,
+            duration_ms=300,
+            topology={"sockets": 1, "cores_per_socket": cores, "threads_per_core": 1},
+            package={"limit": "PC6"},
+            wakeups=quiet(tick={"hz": 1000, "nohz": False}),
+        ))
+        c6 = r.states[-1]
+        assert c6.name == "C6" and c6.usage > 250 * cores
+        assert r.hardware.system.turbostat["Pkg%pc6"] > 50
+        return c6.exit_latency_mean_ns
+
+    one, four = mean_c6_exit(1), mean_c6_exit(4)
+    assert four >= 0.99 * one
