@@ -429,3 +429,60 @@ def test_kernel_names_resolve_and_unknown_ones_list_the_known() -> None:
 
 def test_the_walk_goes_commit_by_commit() -> None:
     assert releases.mainline_walk("menu", "v6.18", "v7.0-rc1") == ["v6.18", "07d815701274", "80606f4eb8d7", "v7.0-rc1"]
+
+
+# ------------------------------------------------------------------------------------ haltpoll
+
+
+def kernel_haltpoll(events: list[tuple[int, bool]]) -> list[tuple[int, bool, int]]:
+    """drivers/cpuidle/governors/haltpoll.c (torvalds/linux 2cc2c3cb54de; the same in behaviour
+    through v7.0-rc2) on a sequence of (residency_ns, poll timed out) outcomes: each step's
+    (state, stop_tick, poll_limit_ns) as haltpoll_select() returns and adjust_poll_limit() leaves."""
+    poll_limit_ns, last_state_idx, poll_time_limit = 0, 0, False
+    out = []
+    for residency_ns, timed_out in events:
+        stop_tick = True
+        if poll_limit_ns == 0:
+            idx = 1
+        elif last_state_idx == 0:
+            if poll_time_limit:
+                idx = 1
+            else:
+                stop_tick, idx = False, 0
+        else:
+            stop_tick, idx = False, 0
+        poll_time_limit = timed_out and idx == 0
+        last_state_idx = idx  # haltpoll_reflect()
+        if idx != 0:
+            block_ns = residency_ns
+            if poll_limit_ns < block_ns <= 200_000:
+                val = max(poll_limit_ns * 2, 50_000)
+                poll_limit_ns = min(val, 200_000)
+            elif block_ns > 200_000:
+                poll_limit_ns //= 2
+        out.append((idx, stop_tick, poll_limit_ns))
+    return out
+
+
+def test_haltpoll_is_the_kernels_on_generated_sequences() -> None:
+    # Halts of random lengths around the 50-200 us window and polls that time out or not: the
+    # window grows from 0 to 50, 100, 200 us after short halts and halves after long ones; a
+    # timed-out poll makes the next entry halt.
+    from engine.governors.common import G_HP_POLL_LIMIT_NS, GOV_HALTPOLL
+
+    t = Table("skx")
+    variant = releases.resolve("haltpoll", None).variant
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        events = [(int(rng.choice([10_000, 60_000, 150_000, 199_000, 250_000, 900_000])), bool(rng.random() < 0.4))
+                  for _ in range(30)]
+        want = kernel_haltpoll(events)
+        g = init_governor_state(1, 4, 1)
+        g[0, 0] = 0  # dev->last_state_idx starts at 0 (haltpoll_enable_device() sets only the window)
+        for (residency_ns, timed_out), expected in zip(events, want, strict=True):
+            idx, stop = select_state(
+                GOV_HALTPOLL, variant, g, 0, t.res_ns, t.exit_ns, t.enabled, True, int(INF), 10 * MS, 2 * MS,
+                False, TICK_NS, 1, int(INF), False,
+            )
+            reflect(GOV_HALTPOLL, g, 0, int(idx), residency_ns, False, timed_out and int(idx) == 0)
+            assert (int(idx), bool(stop), int(g[0, G_HP_POLL_LIMIT_NS])) == expected, events
