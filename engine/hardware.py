@@ -104,6 +104,15 @@ def _close_open(hw: K.Hw, cs: np.ndarray, t_end: int) -> tuple[np.ndarray, np.nd
     return thread_idle, core_time, pk_time
 
 
+# turbostat reads MSR_CORE_C1_RES for CPU%c1 on these models (its `has_msr_core_c1_res`: Ice Lake-X
+# and -D, Sapphire and Emerald Rapids, Granite Rapids and -D); elsewhere it derives CPU%c1 as
+# 100 - Busy% - the deeper core columns.
+CORE_C1_RES_PLATFORMS = frozenset({"icx", "spr", "emr", "gnr", "gnrd"})
+# No RAPL before Sandy Bridge (turbostat: no PkgWatt on Nehalem and Westmere): the package power
+# is reported only under its own name, pkg_watts, an estimate.
+NO_RAPL_PLATFORMS = frozenset({"wsm"})
+
+
 def hardware_result(
     config: SimConfig, table: Platform, hw: K.Hw, cs: np.ndarray, t_end: int, cores: int, threads: int
 ) -> tuple[Hardware, Energy]:
@@ -168,6 +177,10 @@ def hardware_result(
     deep_from = next((k for k in present if k >= 3), top + 1)  # turbostat's c1 excludes core c3 and deeper
     core_deep = exact[:, deep_from:].sum(axis=1) / t_end
     cpu_c1 = np.maximum(thread_idle / t_end - core_deep[hw.core_of], 0.0)
+    if table.name in CORE_C1_RES_PLATFORMS:
+        # The per-core C1 residency counter: the core's time in C1 and C1E, on each of its threads.
+        c1_levels = [k for k in present if 1 <= k < deep_from]
+        cpu_c1 = exact[:, c1_levels].sum(axis=1)[hw.core_of] / t_end
     deep_cols = [k for k in present if k >= 3]
 
     def group(sel_cores: np.ndarray, sel_sockets: np.ndarray, socket: int | None) -> HardwareGroup:
@@ -181,7 +194,9 @@ def hardware_result(
             turbostat[f"CPU%c{LEVEL_NAMES[k][2:]}"] = 100 * float(exact[sel_cores, k].mean() / t_end)
         for i, name in enumerate(pkg_names[1:], start=1):
             turbostat[f"Pkg%pc{name[2:]}"] = 100 * float(per_pkg[sel_sockets, i].mean())
-        turbostat["PkgWatt"] = float(watts / len(sel_sockets))
+        if table.name not in NO_RAPL_PLATFORMS:
+            # turbostat's summary row sums the packages' RAPL energy.
+            turbostat["PkgWatt"] = float(watts if socket is None else watts / len(sel_sockets))
         return HardwareGroup(
             socket=socket,
             core={name: float(per_core[sel_cores, i].mean()) for i, name in enumerate(core_names)},
