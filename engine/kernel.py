@@ -370,13 +370,14 @@ def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
 
 
 @compiled(inline=True)
-def _hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int) -> None:
-    """Thread c's wake event at t: close its request, and its core's and packages' intervals."""
+def _hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int, t_out: int) -> None:
+    """Thread c's wake event at t: close its request at t_out (its thread is out of the C-state,
+    the hardware exit done), and its core's and packages' intervals at t."""
     lv = cs[c, C_HW_LEVEL]
     if lv == 0:
         return
     cs[c, C_HW_LEVEL] = 0
-    hw.thread_idle[c] += max(t - cs[c, C_HW_START], 0)
+    hw.thread_idle[c] += max(t_out - cs[c, C_HW_START], 0)
     core = hw.core_of[c]
     level = hw.core_level[core]
     if level == 0:
@@ -939,7 +940,7 @@ def _wake_from_idle(
         # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
         # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
         note_rejected(g, c)
-        _hw_leave(cs, hw, c, t)  # the wait never started: an empty interval
+        _hw_leave(cs, hw, c, t, t)  # the wait never started: an empty interval
         if mech == MECH_TIF:
             _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
         cs[c, C_MODE] = 0
@@ -978,7 +979,11 @@ def _wake_from_idle(
         x = _exit_latency(cs, hw, ip, tab, rng, c, s, t, mw)
         ssum[S_EXIT_SUM, s] += x
         ssum[S_EXIT_N, s] += 1
-    _hw_leave(cs, hw, c, t)
+    # The thread is not in C0 before its hardware exit ends (turbostat's Busy%: MPERF stops in a
+    # C-state and through its exit); its core and package leave their states at the event (their
+    # residency counters stop there), so the exit shows in the derived CPU%c1.
+    hw_exit = x - tab.exit_extra_ns[s] if x > 0 else 0
+    _hw_leave(cs, hw, c, t, min(t + hw_exit, t_end) if t >= mw else t)
     # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
     # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
     # In POLL, one taken after a handler the loop ran for another.

@@ -1124,3 +1124,43 @@ def test_package_c6_exit_is_paid_once_and_waited_for_by_the_others(platform: str
 
     one, four = mean_c6_exit(1), mean_c6_exit(4)
     assert four >= 0.99 * one
+
+
+def test_turbostat_busy_is_c0_only_and_the_system_pkgwatt_sums_the_packages() -> None:
+    # Exact exit latencies, no entry cost, package limit PC0: a thread is C0 exactly when cpuidle
+    # does not count it idle, except that cpuidle's stay includes the hardware exit, which is not
+    # C0 either. So Busy% equals the cpuidle busy share, and the exits (100 us per C6 stay) are
+    # not in it.
+    skx = load_platform("skx")
+    table = custom_platform("exact", [exact_state("C1", 2, 2), exact_state("C6", 100, 400)], based_on=skx)
+    r = simulate(make_config(
+        platform="exact",
+        platform_table=table.model_dump(mode="json"),
+        duration_ms=200,
+        topology={"sockets": 2, "cores_per_socket": 1, "threads_per_core": 1},
+        package={"limit": "PC0"},
+        wakeups=quiet(timers=[{"period_us": 2_000.0, "work_us": 50}]),
+    ))
+    c6 = r.states[-1]
+    exits_share = c6.usage * 100_000 / (r.duration_ns * r.cpus)
+    assert exits_share > 0.02
+    ts = r.hardware.system.turbostat
+    assert ts["Busy%"] == pytest.approx(100 * r.busy_share, abs=0.05)
+    # PkgWatt: the system row is the sum of the two packages' (turbostat's summary row).
+    per_socket = [s.turbostat["PkgWatt"] for s in r.hardware.sockets]
+    assert ts["PkgWatt"] == pytest.approx(sum(per_socket))
+
+
+def test_turbostat_cpu_c1_from_the_core_c1_counter_on_icx_and_no_pkgwatt_on_westmere() -> None:
+    # icx: CPU%c1 is MSR_CORE_C1_RES, the core's own C1 time, shown on each thread. Thread 0 idles
+    # beside a busy sibling: its core never leaves C0, so the counter reads 0 (the derived figure,
+    # 100 - Busy% - deeper columns, would show thread 0's idle time, ~100%). Westmere has no RAPL:
+    # no PkgWatt column, the estimate stays in pkg_watts.
+    icx = simulate(make_config(
+        platform="icx", duration_ms=50, topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 2},
+        wakeups=quiet(timers=[{"period_us": 1_000.0}], busy_cpus=[1]),
+    ))
+    assert icx.hardware.per_cpu_busy[0] < 0.1
+    assert icx.hardware.per_cpu_c1 == pytest.approx([0.0, 0.0], abs=1e-9)
+    wsm = simulate(make_config(platform="wsm", duration_ms=20, wakeups=quiet()))
+    assert "PkgWatt" not in wsm.hardware.system.turbostat and wsm.hardware.system.pkg_watts > 0
