@@ -231,6 +231,15 @@ class HardwareConfig(_Model):
         description="MSR_IA32_POWER_CTL bit 1: the core turns C1 requests into C1E. intel_idle clears it on "
         "skx, icx and Westmere (disable_promotion_to_c1e); on, C1 stays C1 to the OS and exits like C1E.",
     )
+    c1_demotion: bool = Field(
+        default=False,
+        description="MSR_PKG_CST_CONFIG_CONTROL bits 26 and 28 (C1 demotion and undemotion; the sysfs "
+        "knob intel_c1_demotion on spr, emr, gnr, gnrd, srf, Clearwater Forest and grr; its default is "
+        "the BIOS's): the firmware keeps deeper requests in core C1 while wake-ups come fast. cpuidle "
+        "still counts the requested state; the core's state and the exit latency change. The "
+        "firmware's rule is not documented: modelled (an estimate) as demoting a request when the "
+        "CPU's previous stay was shorter than the requested state's target residency.",
+    )
 
 
 class PackageConfig(_Model):
@@ -318,6 +327,8 @@ class SimConfig(_Model):
                 f"governor.name: haltpoll needs POLL as state 0 and a state after it; {table.name} has "
                 f"{', '.join(names)}"
             )
+        if self.hardware.c1_demotion and not any(s.core_level == 1 for s in table.states):
+            raise ValueError(f"hardware.c1_demotion: {table.name} has no state in core C1 to demote to")
         bad_nohz = [c for c in self.wakeups.tick.nohz_full if c >= n_cpus]
         if bad_nohz:
             raise ValueError(

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, poll_time_ns, reflect, select_state
+from engine.governors import G_LAST_RES, G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, poll_time_ns, reflect, select_state
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
@@ -106,8 +106,9 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     I_PKG_DEEP,  # the package state whose exit the table's deepest figures include (-1: not allowed)
     I_GOV_VARIANT,  # the governor's release: its behaviour codes (engine.governors.cpuidle.pack_variant)
     I_POLL_CHECK_NS,  # poll_idle() reads the clock once per this many ns (POLL_IDLE_RELAX_COUNT loops)
+    I_C1_DEMOTION,  # 1: the firmware demotes requests deeper than core C1 after short stays
     N_IP,
-) = range(20)
+) = range(21)
 
 MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
@@ -303,8 +304,11 @@ def _exit_draw(rng: np.ndarray, c: int, tab: Table, row: int) -> int:
 def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) -> int:
     """Which exit distribution a thread waking at t from state s draws from: that of the state
     its core really reached (a sibling in C0 or a shallower state holds the core there), and for
-    the deepest states whether the package is in the package state the table's figure includes."""
+    the deepest states whether the package is in the package state the table's figure includes.
+    A request the firmware demoted to core C1 exits like C1."""
     lv = hw.level[s]
+    if 0 < cs[c, C_HW_LEVEL] < lv:
+        return hw.level_row[cs[c, C_HW_LEVEL]]
     sib = hw.sibling[c]
     if sib >= 0 and lv > 0:
         other = cs[sib, C_HW_LEVEL] if cs[sib, C_HW_START] <= t else 0
@@ -1272,8 +1276,11 @@ def _enter_idle(
     cs[c, C_STATE] = idx
     cs[c, C_IDLE_START] = t_start
     cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
-    if hw.level[idx] > 0:
-        _hw_enter(cs, hw, c, hw.level[idx], t_start + tab.entry_ns[idx])
+    level = hw.level[idx]
+    if ip[I_C1_DEMOTION] == 1 and level > 1 and g[c, G_LAST_RES] < tab.res_ns[idx]:
+        level = 1  # C1 demotion: the core stays in C1; cpuidle still counts state idx
+    if level > 0:
+        _hw_enter(cs, hw, c, level, t_start + tab.entry_ns[idx])
     cs[c, C_POLL_DEADLINE] = t_start + _poll_timeout_after(poll_time_ns(g, c, ip[I_POLL_LIMIT]), ip[I_POLL_CHECK_NS])
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):

@@ -183,6 +183,7 @@ class _Prepared:
         ip[K.I_IRQS_OFF] = int(config.ipi_wakeup.irqs_off_across_wake)
         ip[K.I_POLL_LIMIT] = _poll_limit_ns(self.res_ns, self.enabled, tick_ns)
         ip[K.I_POLL_CHECK_NS] = _poll_check_ns(table.name, fp[K.P_TSC_GHZ])
+        ip[K.I_C1_DEMOTION] = int(config.hardware.c1_demotion)
         ip[K.I_IRQ_WORK_EXP] = int(w.interrupts.work_distribution == "exponential")
         ip[K.I_SCHED_WORK_EXP] = int(w.sched_wakeups.work_distribution == "exponential")
         ip[K.I_TL_CPUS] = min(config.output.timeline_cpus, n)
@@ -526,6 +527,11 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
         f"latency, Intel optimization manual) at the TSC rate: a POLL time-out up to "
         f"{_poll_check_ns(table.name, _cost(config, table, 'tsc_mhz') / 1000.0) / 1000:.1f} us late"
     )
+    if config.hardware.c1_demotion:
+        out.append(
+            "hardware.c1_demotion is on: a request deeper than C1 stays in core C1 when the CPU's previous "
+            "stay was shorter than its target residency (estimate: the firmware's rule is not documented)"
+        )
     if config.hardware.c1e_promotion:
         out.append(
             "hardware.c1e_promotion is on: C1 requests enter C1E in hardware (intel_idle turns this off "

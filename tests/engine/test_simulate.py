@@ -1164,3 +1164,25 @@ def test_turbostat_cpu_c1_from_the_core_c1_counter_on_icx_and_no_pkgwatt_on_west
     assert icx.hardware.per_cpu_c1 == pytest.approx([0.0, 0.0], abs=1e-9)
     wsm = simulate(make_config(platform="wsm", duration_ms=20, wakeups=quiet()))
     assert "PkgWatt" not in wsm.hardware.system.turbostat and wsm.hardware.system.pkg_watts > 0
+
+
+def test_c1_demotion_changes_the_core_state_and_the_exit_not_cpuidles_counters() -> None:
+    # The fixed governor asks for C6 at every entry; 3 kHz of device interrupts make most stays
+    # short (under C6's 600 us residency), so with C1 demotion the core mostly stays in C1, and
+    # those C6 requests exit like C1. cpuidle still charges every stay to C6, the state requested.
+    def run(demote: bool) -> SimResult:
+        return simulate(make_config(
+            duration_ms=100,
+            topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+            hardware={"c1_demotion": demote},
+            governor={"name": "fixed", "fixed_state": "C6"},
+            wakeups=quiet(interrupts={"rate_hz": 3000, "work_us": 5}),
+        ))
+
+    off, on = run(False), run(True)
+    for r in (off, on):
+        assert [s.usage > 0 for s in r.states] == [False, False, False, True]
+    # A stay after one of at least 600 us (e^-1.8 = 17% of the gaps at 3 kHz) is not demoted.
+    assert off.hardware.system.core["CC6"] > 0.5
+    assert on.hardware.system.core["CC6"] < 0.5 * off.hardware.system.core["CC6"]
+    assert on.states[-1].exit_latency_mean_ns < 0.5 * off.states[-1].exit_latency_mean_ns
