@@ -678,12 +678,17 @@ def _drain(
     tt = t
     func_ns = int(fp[P_IPI_FUNC])
     n = cs[c, C_QLEN]
+    if n > 0 and cs[c, C_Q_OWNER] != c:
+        # llist_del_all() on our call queue: the line its last writer (a sender) holds comes back.
+        _transfer(cs, stats.ctr, fp, c, cs[c, C_Q_OWNER], True)
     for i in range(n):
         if q_kind[c, i] == 0:
             _sample(stats, L_IPI, tt - q_t[c, i])
             tt += func_ns
             src = q_src[c, i]
             # csd_unlock() on this CPU: the sender's csd line is now ours, and free.
+            if cs[src, C_CSD_OWNER] != c:
+                _transfer(cs, stats.ctr, fp, c, cs[src, C_CSD_OWNER], True)
             cs[src, C_CSD_FREE_AT] = tt
             cs[src, C_CSD_OWNER] = c
             if cs[src, C_SPIN_FROM] != INF:

@@ -1186,3 +1186,17 @@ def test_c1_demotion_changes_the_core_state_and_the_exit_not_cpuidles_counters()
     assert off.hardware.system.core["CC6"] > 0.5
     assert on.hardware.system.core["CC6"] < 0.5 * off.hardware.system.core["CC6"]
     assert on.states[-1].exit_latency_mean_ns < 0.5 * off.states[-1].exit_latency_mean_ns
+
+
+def test_the_target_counts_its_own_transfers_of_the_csd_and_call_queue_lines() -> None:
+    # IPIs only (no idle word), one busy sender, one target, calls far apart (never coalesced):
+    # per call the target pulls its call-queue line back from the sender that queued on it
+    # (llist_del_all()) and the sender's csd line for csd_unlock(): two transfers by the target.
+    r = simulate(make_config(
+        duration_ms=100,
+        ipi_wakeup={"mechanism": "ipi"},
+        wakeups=quiet(ipis={"rate_hz": 200, "senders": [0], "targets": [1], "same_socket_share": 1.0}, busy_cpus=[0]),
+    ))
+    calls = r.ipi.requested
+    assert calls > 10 and r.ipi.coalesced == 0
+    assert r.ipi.line_transfers_target == 2 * calls
