@@ -735,6 +735,14 @@ def _call(
     socket and on Westmere (cheaper remote lines). The RFC word's target side gains its own
     missed transfer (its RUNNING write invalidates the sender's copy of WOKENUP), not the
     sender's cost.
+
+    Still open: the sender's cost does not depend on the target's core and package C-state. A
+    target in core C6 has flushed its lines to the LLC, and one whose package is in PC6 must be
+    woken before its lines can be read; neither has a figure in the platform tables (an LLC hit
+    against a core-to-core transfer, a package wake seen by a remote reader), so the finding above
+    is what the tables predict with every transfer at the core-to-core cost: it stands until those
+    figures exist. The target's own transfers (its call-queue line back from the sender, the
+    sender's csd line for csd_unlock()) are counted in _drain, as target transfers, at no cost.
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
     q_t, q_kind, q_src = cpus.q_t, cpus.q_kind, cpus.q_src
