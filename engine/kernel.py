@@ -14,7 +14,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import G_LAST_RES, G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, poll_time_ns, reflect, select_state
+from engine.governors import (
+    G_LAST_RES,
+    G_TICK_WAKEUP,
+    GOV_ORACLE,
+    INF,
+    note_rejected,
+    poll_time_ns,
+    reflect,
+    select_state,
+)
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
@@ -1294,7 +1303,8 @@ def _enter_idle(
         level = 1  # C1 demotion: the core stays in C1; cpuidle still counts state idx
     if level > 0:
         _hw_enter(cs, hw, c, level, t_start + tab.entry_ns[idx])
-    cs[c, C_POLL_DEADLINE] = t_start + _poll_timeout_after(poll_time_ns(g, c, ip[I_POLL_LIMIT]), ip[I_POLL_CHECK_NS])
+    poll_limit = poll_time_ns(g, c, ip[I_POLL_LIMIT])
+    cs[c, C_POLL_DEADLINE] = t_start + _poll_timeout_after(poll_limit, ip[I_POLL_CHECK_NS])
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
         _word_write(cs, seen, ctr, fp, c, c, True)  # IDLE / set polling

@@ -19,7 +19,6 @@ from engine.governors.common import (
 from engine.jit import compiled
 
 
-
 @compiled(inline=True)
 def _ladder_do_selection(g: np.ndarray, c: int, n: int, old_idx: int, new_idx: int) -> None:
     g[c, col_promotion(n) + old_idx] = 0

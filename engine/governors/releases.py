@@ -105,8 +105,10 @@ SIDE_COMMITS = {
 
 STABLE: dict[str, StableRelease] = {
     "v6.12.60": StableRelease("v6.12", (
-        Backport("779b1a1cb13a", None, "stable to 4.17+; that 6.12.60 has it is inferred from its date (estimate)"),
-        Backport("db86f55bf81a", None, "stable to 6.6.y, 6.12.y, 6.17.y; that 6.12.60 has it is inferred from "
+        Backport("779b1a1cb13a", None,
+                 "stable to 4.17+; that 6.12.60 has it is inferred from its date (estimate)"),
+        Backport("db86f55bf81a", None,
+                 "stable to 6.6.y, 6.12.y, 6.17.y; that 6.12.60 has it is inferred from "
                  "its date (estimate)"),
         Backport("38f83090f515", "b39b62075ab4", "linux-pm, December 2025: vdbench regression on v6.12.60 "
                  "against v6.12.48 bisected to b39b62075ab4"),

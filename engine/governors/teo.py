@@ -31,7 +31,6 @@ from engine.governors.common import (
 from engine.jit import compiled
 
 
-
 @compiled(inline=True)
 def _teo_decay(v: int) -> int:
     d = v >> DECAY_SHIFT

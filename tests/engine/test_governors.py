@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.governors import menu as menu_mod
+from engine.governors import note_rejected, reflect, releases
 from engine.governors.common import (
     BUCKETS,
     G_FIXED_COLS,
@@ -47,8 +49,6 @@ from engine.governors.common import (
     UINT_MAX,
     init_governor_state,
 )
-from engine.governors import menu as menu_mod, note_rejected, reflect
-from engine.governors import releases
 from engine.governors.cpuidle import (
     V_POLL_RULE,
     V_REJECTED,

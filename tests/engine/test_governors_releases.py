@@ -30,9 +30,17 @@ import numpy as np
 import pytest
 
 from engine import SimConfig
-from engine.governors import reflect, releases
 from engine.governors import menu as M
-from engine.governors.common import G_LAST_RES, G_M_INTERVALS, G_M_NEXT_TIMER, GOV_MENU, INF, UINT_MAX, init_governor_state
+from engine.governors import reflect, releases
+from engine.governors.common import (
+    G_LAST_RES,
+    G_M_INTERVALS,
+    G_M_NEXT_TIMER,
+    GOV_MENU,
+    INF,
+    UINT_MAX,
+    init_governor_state,
+)
 from engine.governors.cpuidle import V_TYPICAL, note_rejected, select_state, variant_field
 
 from .conftest import Table
@@ -129,7 +137,9 @@ def random_window(rng: np.random.Generator) -> list[int]:
         return [int(rng.choice(pool)) for _ in range(8)]
     if kind < 0.6:
         base = int(rng.integers(1, 3000))
-        return [base + int(rng.integers(0, 40)) if rng.random() < 0.8 else int(rng.choice(pool)) for _ in range(8)]
+        return [
+            base + int(rng.integers(0, 40)) if rng.random() < 0.8 else int(rng.choice(pool)) for _ in range(8)
+        ]
     return [int(x) for x in rng.exponential(rng.choice([5, 50, 500, 5000]), 8)]
 
 
@@ -223,7 +233,9 @@ class KernelMenu:
         order = [s.commit or s.release for s in releases.MAINLINE]
         if tree.startswith("v"):
             k = releases._ORDER.index(tree)
-            inside = [s.commit or s.release for s in releases.MAINLINE if releases._ORDER.index(s.release) <= k]
+            inside = [
+                s.commit or s.release for s in releases.MAINLINE if releases._ORDER.index(s.release) <= k
+            ]
             return commit in inside
         return commit in order and order.index(commit) <= order.index(tree)
 
@@ -276,7 +288,8 @@ class KernelMenu:
         if reads_timer:
             self.next_timer_ns = sleep_length
             self.bucket = sum(sleep_length >= b for b in (10 * US, 100 * US, MS, 10 * MS, 100 * MS))
-            timer_us = (1024 * 8 * US // 2 + sleep_length * self.correction_factor[self.bucket]) // (1024 * 8 * US)
+            cf = self.correction_factor[self.bucket]
+            timer_us = (1024 * 8 * US // 2 + sleep_length * cf) // (1024 * 8 * US)
             predicted_ns = min(timer_us * US, predicted_ns)
             if self.has("80606f4eb8d7") and tick_stopped and predicted_ns < TICK_NS:
                 predicted_ns = self.next_timer_ns
@@ -305,7 +318,8 @@ class KernelMenu:
                 break
             if res[i] > predicted_ns:
                 if self.has("07d815701274"):
-                    poll_ok = res[i] < RESIDENCY_THRESHOLD_NS and res[i] <= self.next_timer_ns and ext[i] <= predicted_ns
+                    fits = res[i] <= self.next_timer_ns and ext[i] <= predicted_ns
+                    poll_ok = res[i] < RESIDENCY_THRESHOLD_NS and fits
                 elif self.has("db86f55bf81a"):
                     poll_ok = res[i] <= self.next_timer_ns and ext[i] <= predicted_ns
                 elif self.has("779b1a1cb13a"):
@@ -428,7 +442,8 @@ def test_kernel_names_resolve_and_unknown_ones_list_the_known() -> None:
 
 
 def test_the_walk_goes_commit_by_commit() -> None:
-    assert releases.mainline_walk("menu", "v6.18", "v7.0-rc1") == ["v6.18", "07d815701274", "80606f4eb8d7", "v7.0-rc1"]
+    walk = releases.mainline_walk("menu", "v6.18", "v7.0-rc1")
+    assert walk == ["v6.18", "07d815701274", "80606f4eb8d7", "v7.0-rc1"]
 
 
 # ------------------------------------------------------------------------------------ haltpoll
@@ -474,8 +489,8 @@ def test_haltpoll_is_the_kernels_on_generated_sequences() -> None:
     variant = releases.resolve("haltpoll", None).variant
     rng = np.random.default_rng(7)
     for _ in range(200):
-        events = [(int(rng.choice([10_000, 60_000, 150_000, 199_000, 250_000, 900_000])), bool(rng.random() < 0.4))
-                  for _ in range(30)]
+        lengths = [10_000, 60_000, 150_000, 199_000, 250_000, 900_000]
+        events = [(int(rng.choice(lengths)), bool(rng.random() < 0.4)) for _ in range(30)]
         want = kernel_haltpoll(events)
         g = init_governor_state(1, 4, 1)
         g[0, 0] = 0  # dev->last_state_idx starts at 0 (haltpoll_enable_device() sets only the window)

@@ -1195,7 +1195,9 @@ def test_the_target_counts_its_own_transfers_of_the_csd_and_call_queue_lines() -
     r = simulate(make_config(
         duration_ms=100,
         ipi_wakeup={"mechanism": "ipi"},
-        wakeups=quiet(ipis={"rate_hz": 200, "senders": [0], "targets": [1], "same_socket_share": 1.0}, busy_cpus=[0]),
+        wakeups=quiet(
+            ipis={"rate_hz": 200, "senders": [0], "targets": [1], "same_socket_share": 1.0}, busy_cpus=[0]
+        ),
     ))
     calls = r.ipi.requested
     assert calls > 10 and r.ipi.coalesced == 0
