@@ -11,6 +11,13 @@ and `result_s` split the same call: drawing the arrival streams, the compiled ev
 building the result (latency summaries of ~190,000 samples); `kernel_wakeups_per_s` is the loop
 alone.
 
+`bare_kernel_s` is a bare compiled event loop over the same workload's arrivals, measured side by
+side with the engine's loop (alternating, best of ten each): the same tournament-tree queue
+(`engine.kernel._queue_set`), every CPU's device interrupts, ticks at every boundary and calls,
+each call posting a signal to its target that is taken as one more event; no governor, no state,
+no costs. `kernel_vs_bare` is bare_kernel_s / kernel_s: the engine's speed as a share of the
+bare loop's, for the same simulated second (the bare loop processes `bare_events` events).
+
     python bench/engine.py
 """
 
@@ -23,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 # Run as a script, this file's folder comes first on sys.path and its name would shadow the
 # `engine` package: put the repository root there instead.
@@ -45,6 +54,68 @@ CONFIG = {
 
 RUNS = 10
 WARMUP = 3
+CALL_FLIGHT_NS = 1_000  # the bare loop's signal delay: any fixed figure (no cost model there)
+
+
+def _bare_loop():  # type: ignore[no-untyped-def]
+    """The bare event loop, compiled on first use (numba's cache kept with the engine's)."""
+    from numba import njit
+
+    from engine.kernel import CPU_BITS, CPU_MASK, I_TICK_NS, _queue_set, new_queue
+
+    @njit(cache=False, _nrt=False, error_model="numpy")
+    def loop(queue, irq_t, irq_off, snd_t, snd_dst, snd_off, irq_p, snd_p, tick, sig, tick_ns, t_end):  # type: ignore[no-untyped-def]
+        n = irq_off.shape[0] - 1
+        inf = 1 << 62
+        events = 0
+        for c in range(n):
+            t = tick[c]
+            if irq_p[c] < irq_off[c + 1]:
+                t = min(t, irq_t[irq_p[c]])
+            if snd_p[c] < snd_off[c + 1]:
+                t = min(t, snd_t[snd_p[c]])
+            _queue_set(queue, c, t)
+        while True:
+            c = queue[1] & CPU_MASK
+            t = queue[1] >> CPU_BITS
+            if t >= t_end:
+                break
+            events += 1
+            if sig[c] == t:
+                sig[c] = inf
+            elif irq_p[c] < irq_off[c + 1] and irq_t[irq_p[c]] == t:
+                irq_p[c] += 1
+            elif snd_p[c] < snd_off[c + 1] and snd_t[snd_p[c]] == t:
+                d = snd_dst[snd_p[c]]
+                snd_p[c] += 1
+                sig[d] = min(sig[d], t + CALL_FLIGHT_NS)
+                nd = min(tick[d], sig[d])
+                if irq_p[d] < irq_off[d + 1]:
+                    nd = min(nd, irq_t[irq_p[d]])
+                if snd_p[d] < snd_off[d + 1]:
+                    nd = min(nd, snd_t[snd_p[d]])
+                _queue_set(queue, d, nd)
+            else:
+                tick[c] += tick_ns
+            nt = min(tick[c], sig[c])
+            if irq_p[c] < irq_off[c + 1]:
+                nt = min(nt, irq_t[irq_p[c]])
+            if snd_p[c] < snd_off[c + 1]:
+                nt = min(nt, snd_t[snd_p[c]])
+            _queue_set(queue, c, nt)
+        return events
+
+    def run(prepared):  # type: ignore[no-untyped-def]
+        n = prepared.cs.shape[0]
+        tick_ns = int(prepared.ip[I_TICK_NS])
+        return loop(
+            new_queue(n), prepared.irq_t, prepared.irq_off,
+            prepared.snd_t, prepared.snd_dst, prepared.snd_off,
+            prepared.irq_off[:-1].copy(), prepared.snd_off[:-1].copy(), np.full(n, tick_ns, dtype=np.int64),
+            np.full(n, 1 << 62, dtype=np.int64), tick_ns, int(prepared.t_end),
+        )
+
+    return run
 
 COLD = """
 import json, sys, time
@@ -83,7 +154,11 @@ def main() -> None:
         wall = time.perf_counter() - t
         best = wall if best is None else min(best, wall)
     assert best is not None
+    bare = _bare_loop()
+    bare(_Prepared(config))  # compile
     parts = []
+    bare_s = []
+    bare_events = 0
     for _ in range(RUNS):
         t0 = time.perf_counter()
         run = _Prepared(config)
@@ -92,7 +167,12 @@ def main() -> None:
         t2 = time.perf_counter()
         run.result()
         parts.append((t1 - t0, t2 - t1, time.perf_counter() - t2))
+        other = _Prepared(config)
+        t3 = time.perf_counter()
+        bare_events = bare(other)
+        bare_s.append(time.perf_counter() - t3)
     prepare_s, kernel_s, result_s = (min(p[i] for p in parts) for i in range(3))
+    bare_kernel_s = min(bare_s)
     default_t = time.perf_counter()
     simulate(SimConfig())
     default_s = time.perf_counter() - default_t
@@ -106,6 +186,9 @@ def main() -> None:
     print(f"kernel_s: {kernel_s:.4f}")
     print(f"result_s: {result_s:.4f}")
     print(f"kernel_wakeups_per_s: {result.wakeups / kernel_s:.0f}")
+    print(f"bare_events: {bare_events}")
+    print(f"bare_kernel_s: {bare_kernel_s:.4f}")
+    print(f"kernel_vs_bare: {bare_kernel_s / kernel_s:.3f}")
     print(f"compile_s: {compile_s:.2f}")
     print(f"default_run_s: {default_s:.4f}")
 

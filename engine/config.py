@@ -16,6 +16,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from engine.governors import releases
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
 
 MAX_CPUS = 1024
@@ -27,7 +28,7 @@ MAX_EXPECTED_EVENTS = 20_000_000
 # custom platforms) resolves, checking the config against it then (`SimConfig.check_against`).
 CUSTOM_PLATFORM_LATER = "custom_platform_later"
 
-GovernorName = Literal["menu", "teo", "ladder", "oracle", "fixed"]
+GovernorName = Literal["menu", "teo", "ladder", "haltpoll", "oracle", "fixed"]
 Mechanism = Literal["ipi", "mwait_rfc", "tif_polling"]
 WorkDistribution = Literal["exponential", "fixed"]
 PackageLimit = Literal["PC0", "PC2", "PC3", "PC6", "PC7", "PC8", "PC9", "PC10", "unlimited"]
@@ -77,6 +78,30 @@ class GovernorConfig(_Model):
     fixed_state: str | None = Field(
         default=None, description="State name for the `fixed` governor (default: deepest enabled)."
     )
+    kernel: str | None = Field(
+        default=None,
+        description=(
+            "The kernel the governor follows: a mainline tag (v6.6, v6.12, v6.18, v6.19; v7.0-rcN as "
+            "prereleases), a stable point release (v6.12.60), or a commit (12 hex digits). Default: "
+            "the newest released tag modelled for the governor. Not for oracle and fixed."
+        ),
+        max_length=40,
+    )
+
+    @model_validator(mode="after")
+    def _check_kernel(self) -> GovernorConfig:
+        try:
+            releases.resolve(self.name, self.kernel)
+        except ValueError:
+            known = releases.known_names(self.name)
+            if not known:
+                raise ValueError(
+                    f"governor.kernel: {self.name} is not a kernel governor; leave kernel unset"
+                ) from None
+            raise ValueError(
+                f"governor.kernel: unknown {self.kernel!r} for {self.name}; known: {', '.join(known)}"
+            ) from None
+        return self
 
 
 class StatesConfig(_Model):
@@ -95,8 +120,23 @@ class StatesConfig(_Model):
 
 
 class TickConfig(_Model):
-    hz: Literal[100, 250, 300, 1000] = 250
+    """The scheduler tick. HZ defaults to 1000, what RHEL (8 to 10), Fedora and Ubuntu since 24.04
+    ship (CONFIG_HZ_1000 in their kernel configs); Debian and SUSE ship 250. At 1000, icx's POLL
+    limit is TICK_NSEC/16 = 62.5 us (its C6 residency 600 us is past the cap)."""
+
+    hz: Literal[100, 250, 300, 1000] = 1000
     nohz: bool = Field(default=True, description="Let the governor stop the tick while idle (NO_HZ_IDLE).")
+    nohz_full: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        description="CPUs booted `nohz_full=` (adaptive ticks): tick_nohz_idle_exit() leaves their tick "
+        "to be re-evaluated instead of restarting it, and menu's nohz_full variant treats them apart.",
+    )
+    highres: bool = Field(
+        default=True,
+        description="High-resolution timers on (CONFIG_HIGH_RES_TIMERS, every x86 distribution): then "
+        "hrtimers do not keep a running tick (tick_nohz_next_event() looks at timer-wheel timers "
+        "only), while tick_nohz_get_sleep_length() still reports them to the governor.",
+    )
     handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=1.5, description="Tick handler time (estimate)."
     )
@@ -111,6 +151,11 @@ class TimerSource(_Model):
         default=0.5, description="hrtimer interrupt handler time, including the task wake-up (estimate)."
     )
     work_us: Annotated[float, Field(ge=0, le=1_000_000)] = 2.0
+    kind: Literal["hrtimer", "timer_wheel"] = Field(
+        default="hrtimer",
+        description="hrtimer (clock_nanosleep, cyclictest) or a timer-wheel timer (timer_list: "
+        "timeouts, delayed work), which keeps a running tick when due within it.",
+    )
 
 
 class InterruptSource(_Model):
@@ -209,6 +254,15 @@ class HardwareConfig(_Model):
         default=False,
         description="MSR_IA32_POWER_CTL bit 1: the core turns C1 requests into C1E. intel_idle clears it on "
         "skx, icx and Westmere (disable_promotion_to_c1e); on, C1 stays C1 to the OS and exits like C1E.",
+    )
+    c1_demotion: bool = Field(
+        default=False,
+        description="MSR_PKG_CST_CONFIG_CONTROL bits 26 and 28 (C1 demotion and undemotion; the sysfs "
+        "knob intel_c1_demotion on spr, emr, gnr, gnrd, srf, Clearwater Forest and grr; its default is "
+        "the BIOS's): the firmware keeps deeper requests in core C1 while wake-ups come fast. cpuidle "
+        "still counts the requested state; the core's state and the exit latency change. The "
+        "firmware's rule is not documented: modelled (an estimate) as demoting a request when the "
+        "CPU's previous stay was shorter than the requested state's target residency.",
     )
 
 
@@ -326,6 +380,18 @@ class SimConfig(_Model):
                 )
             if name == "POLL" and not on:
                 raise ValueError("states.irq_enable.POLL: POLL always runs with interrupts enabled")
+        if self.governor.name == "haltpoll" and (len(names) < 2 or names[0] != "POLL"):
+            raise ValueError(
+                f"governor.name: haltpoll needs POLL as state 0 and a state after it; {table.name} has "
+                f"{', '.join(names)}"
+            )
+        if self.hardware.c1_demotion and not any(s.core_level == 1 for s in table.states):
+            raise ValueError(f"hardware.c1_demotion: {table.name} has no state in core C1 to demote to")
+        bad_nohz = [c for c in self.wakeups.tick.nohz_full if c >= n_cpus]
+        if bad_nohz:
+            raise ValueError(
+                f"wakeups.tick.nohz_full: CPU {bad_nohz[0]} does not exist (CPUs are 0..{n_cpus - 1})"
+            )
         if self.governor.name == "fixed" and self.governor.fixed_state is not None:
             _check_state_names("governor.fixed_state", [self.governor.fixed_state], enabled)
         for i, timer in enumerate(self.wakeups.timers):

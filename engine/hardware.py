@@ -94,6 +94,7 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         pk_cnt=np.zeros((n_j, n_groups), dtype=np.int64),
         pk_since=np.zeros((n_j, n_groups), dtype=np.int64),
         pk_time=np.zeros((n_j, n_groups), dtype=np.int64),
+        pk_out_at=np.zeros((n_j, n_groups), dtype=np.int64),
     )
 
 
@@ -118,6 +119,15 @@ def _close_open(hw: K.Hw, cs: np.ndarray, t_end: int) -> tuple[np.ndarray, np.nd
     pk_full = (hw.pk_cnt == size) & (size > 0)
     pk_time[pk_full] += np.maximum(t_end - hw.pk_since[pk_full], 0)
     return thread_idle, core_time, pk_time
+
+
+# turbostat reads MSR_CORE_C1_RES for CPU%c1 on these models (its `has_msr_core_c1_res`: Ice Lake-X
+# and -D, Sapphire and Emerald Rapids, Granite Rapids and -D); elsewhere it derives CPU%c1 as
+# 100 - Busy% - the deeper core columns.
+CORE_C1_RES_PLATFORMS = frozenset({"icx", "spr", "emr", "gnr", "gnrd"})
+# No RAPL before Sandy Bridge (turbostat: no PkgWatt on Nehalem and Westmere): the package power
+# is reported only under its own name, pkg_watts, an estimate.
+NO_RAPL_PLATFORMS = frozenset({"wsm"})
 
 
 def hardware_result(
@@ -198,6 +208,10 @@ def hardware_result(
     deep_from = next((k for k in present if cstate_of[k] >= 3), top + 1)
     core_deep = exact[:, deep_from:].sum(axis=1) / t_end
     cpu_c1 = np.maximum(thread_idle / t_end - core_deep[hw.core_of], 0.0)
+    if table.name in CORE_C1_RES_PLATFORMS:
+        # The per-core C1 residency counter: the core's time in C1 and C1E, on each of its threads.
+        c1_levels = [k for k in present if 0 < k < deep_from]
+        cpu_c1 = exact[:, c1_levels].sum(axis=1)[hw.core_of] / t_end
     deep_cols = [i for i, name in enumerate(core_names) if CORE_CSTATES.index(name) >= 3]
 
     def group(sel_cores: np.ndarray, sel_sockets: np.ndarray, socket: int | None) -> HardwareGroup:
@@ -215,7 +229,9 @@ def hardware_result(
             turbostat[f"Mod%c{name[2:]}"] = 100 * share
         for i, name in enumerate(pkg_names[1:], start=1):
             turbostat[f"Pkg%pc{name[2:]}"] = 100 * float(per_pkg[sel_sockets, i].mean())
-        turbostat["PkgWatt"] = float(watts / len(sel_sockets))
+        if table.name not in NO_RAPL_PLATFORMS:
+            # turbostat's summary row sums the packages' RAPL energy.
+            turbostat["PkgWatt"] = float(watts if socket is None else watts / len(sel_sockets))
         return HardwareGroup(
             socket=socket,
             core={name: float(per_core[sel_cores, i].mean()) for i, name in enumerate(core_names)},

@@ -6,7 +6,7 @@ increment and decrement per call (the event loop got ~1.5x faster). `error_model
 no Python exception checks on division.
 
 numba decides whether a cached function is stale from its own source file only, not from the
-files of the functions it calls: an edit to governors.py alone would leave the event loop
+files of the functions it calls: an edit to governors/menu.py alone would leave the event loop
 cached with the old governors. So the cache lives in a folder named after a digest of every
 compiled module's source (under NUMBA_CACHE_DIR when it is set, else engine/__pycache__).
 """
@@ -24,7 +24,10 @@ from numba import njit
 F = TypeVar("F", bound=Callable[..., Any])
 numba_config: Any = _numba_config  # its settings are set at run time, from the environment
 
-COMPILED_MODULES = ("jit.py", "streams.py", "governors.py", "kernel.py", "summary.py")
+COMPILED_MODULES = (
+    "jit.py", "streams.py", "governors/common.py", "governors/menu.py", "governors/teo.py",
+    "governors/ladder.py", "governors/haltpoll.py", "governors/cpuidle.py", "kernel.py", "summary.py",
+)
 
 
 def _cache_dir() -> str:

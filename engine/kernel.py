@@ -14,7 +14,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.governors import G_TICK_WAKEUP, GOV_ORACLE, INF, note_rejected, reflect, select_state
+from engine.governors import (
+    G_LAST_RES,
+    G_TICK_WAKEUP,
+    GOV_ORACLE,
+    INF,
+    note_rejected,
+    poll_time_ns,
+    reflect,
+    select_state,
+)
 from engine.jit import compiled
 from engine.streams import exponential, lognormal
 
@@ -56,8 +65,9 @@ from engine.streams import exponential, lognormal
     C_SOCKET,  # the CPU's socket
     C_HW_LEVEL,  # the core C-state level this thread requests while idle (0: C0); see Hw
     C_HW_START,  # when its wait started (MWAIT reached), for the core and package accounting
+    C_NOHZ_FULL,  # 1 on a `nohz_full` CPU (tick.nohz_full)
     N_CPU_COLS,
-) = range(35)
+) = range(36)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
@@ -103,8 +113,11 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     I_IS_POLL0,
     I_MAX_SLEEP,
     I_PKG_DEEP,  # the package state whose exit the table's deepest figures include (-1: not allowed)
+    I_GOV_VARIANT,  # the governor's release: its behaviour codes (engine.governors.cpuidle.pack_variant)
+    I_POLL_CHECK_NS,  # poll_idle() reads the clock once per this many ns (POLL_IDLE_RELAX_COUNT loops)
+    I_C1_DEMOTION,  # 1: the firmware demotes requests deeper than core C1 after short stays
     N_IP,
-) = range(18)
+) = range(21)
 
 MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
@@ -136,8 +149,12 @@ MECH_IPI, MECH_RFC, MECH_TIF = range(3)
     _K_LOC_BUSY_OTHER,
     K_LOC_IPIS,
     _K_LOC_IPIS_OTHER,
+    K_SELECTS,  # governor selections (cpuidle_select() calls)
+    K_SELECTS_TICK_STOPPED,  # of which with the tick already stopped
+    K_RESCHED_EXITS,  # idle-loop exits on NEED_RESCHED (do_idle() -> tick_nohz_idle_exit())
+    K_RESCHED_EXITS_STOPPED,  # of which left the tick stopped (nohz_full CPUs)
     N_CTR,
-) = range(27)
+) = range(31)
 
 # The sender cost's parts (SENDER_PARTS in order), summed per (locality, target idle or busy).
 PART_SETUP, PART_CSD_WAIT, PART_LINES, PART_APIC, N_PARTS = range(5)
@@ -230,6 +247,7 @@ class Hw(NamedTuple):
     pk_cnt: np.ndarray  # (pkg state, group) cores at >= pk_level
     pk_since: np.ndarray
     pk_time: np.ndarray
+    pk_out_at: np.ndarray  # (pkg state, group) when the package's last exit from it completes
 
 
 class Arrivals(NamedTuple):
@@ -239,6 +257,7 @@ class Arrivals(NamedTuple):
     tm_period: np.ndarray
     tm_handler: np.ndarray
     tm_work: np.ndarray
+    tm_keeps_tick: np.ndarray  # (timer,) 1: seen by tick_nohz_next_event() (timer wheel, or no high-res)
     irq_t: np.ndarray  # device interrupts of all CPUs back to back; CPU c's from irq_off[c]
     irq_off: np.ndarray
     snd_t: np.ndarray  # no-wait calls each CPU makes: request time, target, offsets
@@ -294,8 +313,11 @@ def _exit_draw(rng: np.ndarray, c: int, tab: Table, row: int) -> int:
 def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) -> int:
     """Which exit distribution a thread waking at t from state s draws from: that of the state
     its core really reached (a sibling in C0 or a shallower state holds the core there), and for
-    the deepest states whether the package is in the package state the table's figure includes."""
+    the deepest states whether the package is in the package state the table's figure includes.
+    A request the firmware demoted to core C1 exits like C1."""
     lv = hw.level[s]
+    if 0 < cs[c, C_HW_LEVEL] < lv:
+        return hw.level_row[cs[c, C_HW_LEVEL]]
     if lv > 0:
         # The shallowest of the other threads' requests holds the core there (C0 if one runs).
         other = lv
@@ -311,6 +333,27 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
         if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g] and hw.pk_since[j, g] <= t:
             return s
     return hw.state_row[s]
+
+
+@compiled(inline=True)
+def _exit_latency(
+    cs: np.ndarray, hw: Hw, ip: np.ndarray, tab: Table, rng: np.ndarray, c: int, s: int, t: int, mw: int
+) -> int:
+    """Thread c's exit latency from state s at t. The first waker of a package in the package
+    state the table's figure includes takes it out, paying the whole figure; a core of that package
+    waking while it is still leaving (or at the same time) gets the core-only exit but cannot run
+    before the package is out."""
+    row = _exit_row(cs, hw, ip, c, s, t)
+    x = _exit_draw(rng, c, tab, row) + tab.exit_extra_ns[s]
+    j = ip[I_PKG_DEEP]
+    if j >= 0 and hw.level[s] >= hw.pk_level[j]:
+        g = hw.pk_group[j, hw.core_of[c]]
+        t0 = max(t, mw)
+        if row == s:
+            hw.pk_out_at[j, g] = t0 + x
+        elif hw.pk_out_at[j, g] > t0:
+            x = max(x, hw.pk_out_at[j, g] - t0)
+    return x
 
 
 @compiled(inline=True)
@@ -345,13 +388,14 @@ def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
 
 
 @compiled(inline=True)
-def _hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int) -> None:
-    """Thread c's wake event at t: close its request, and its core's and packages' intervals."""
+def _hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int, t_out: int) -> None:
+    """Thread c's wake event at t: close its request at t_out (its thread is out of the C-state,
+    the hardware exit done), and its core's and packages' intervals at t."""
     lv = cs[c, C_HW_LEVEL]
     if lv == 0:
         return
     cs[c, C_HW_LEVEL] = 0
-    hw.thread_idle[c] += max(t - cs[c, C_HW_START], 0)
+    hw.thread_idle[c] += max(t_out - cs[c, C_HW_START], 0)
     core = hw.core_of[c]
     level = hw.core_level[core]
     if level == 0:
@@ -425,12 +469,23 @@ def _tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
 
 
 @compiled(inline=True)
-def _tick_stays(cs: np.ndarray, c: int, t: int, timer: int, tick_ns: int) -> bool:
+def _tick_stays(
+    cs: np.ndarray, c: int, t: int, tm_next: np.ndarray, tm_keeps_tick: np.ndarray, tick_ns: int
+) -> bool:
     """tick_nohz_idle_stop_tick() keeps a running tick, whatever the governor asked, when the next
-    timer is due within one tick period of the last jiffy (tick_nohz_next_event() in
-    kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC` and not yet stopped). Here the
-    last jiffy is the last tick boundary; the RCU and irq_work reasons are not modelled."""
-    return cs[c, C_TICK_STOPPED] == 0 and timer <= _tick_after(cs, c, t, tick_ns)
+    timer it looks at is due within one tick period of the last jiffy (tick_nohz_next_event() in
+    kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC`, a bail-out only while the tick
+    still runs). It looks at timer-wheel timers, and at hrtimers only without high-resolution
+    timers (get_next_timer_interrupt()); `tm_keeps_tick` says which. Here the last jiffy is the
+    last tick boundary; rcu_needs_cpu(), irq_work and pending timer softirqs, the other reasons,
+    have no source in the model."""
+    if cs[c, C_TICK_STOPPED] != 0:
+        return False
+    horizon = _tick_after(cs, c, t, tick_ns)
+    for k in range(tm_next.shape[0]):
+        if tm_keeps_tick[k] != 0 and tm_next[k, c] <= horizon:
+            return True
+    return False
 
 
 @compiled(inline=True)
@@ -637,12 +692,17 @@ def _drain(
     tt = t
     func_ns = int(fp[P_IPI_FUNC])
     n = cs[c, C_QLEN]
+    if n > 0 and cs[c, C_Q_OWNER] != c:
+        # llist_del_all() on our call queue: the line its last writer (a sender) holds comes back.
+        _transfer(cs, stats.ctr, fp, c, cs[c, C_Q_OWNER], True)
     for i in range(n):
         if q_kind[c, i] == 0:
             _sample(stats, L_IPI, tt - q_t[c, i])
             tt += func_ns
             src = q_src[c, i]
             # csd_unlock() on this CPU: the sender's csd line is now ours, and free.
+            if cs[src, C_CSD_OWNER] != c:
+                _transfer(cs, stats.ctr, fp, c, cs[src, C_CSD_OWNER], True)
             cs[src, C_CSD_FREE_AT] = tt
             cs[src, C_CSD_OWNER] = c
             if cs[src, C_SPIN_FROM] != INF:
@@ -689,6 +749,14 @@ def _call(
     socket and on Westmere (cheaper remote lines). The RFC word's target side gains its own
     missed transfer (its RUNNING write invalidates the sender's copy of WOKENUP), not the
     sender's cost.
+
+    Still open: the sender's cost does not depend on the target's core and package C-state. A
+    target in core C6 has flushed its lines to the LLC, and one whose package is in PC6 must be
+    woken before its lines can be read; neither has a figure in the platform tables (an LLC hit
+    against a core-to-core transfer, a package wake seen by a remote reader), so the finding above
+    is what the tables predict with every transfer at the core-to-core cost: it stands until those
+    figures exist. The target's own transfers (its call-queue line back from the sender, the
+    sender's csd line for csd_unlock()) are counted in _drain, as target transfers, at no cost.
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
     q_t, q_kind, q_src = cpus.q_t, cpus.q_kind, cpus.q_src
@@ -903,13 +971,14 @@ def _wake_from_idle(
         # (kernel/sched/idle.c). Nothing is counted (`rejected` is only a driver's
         # refusal), no reflect, last_residency_ns = 0; the signal is handled running.
         note_rejected(g, c)
-        _hw_leave(cs, hw, c, t)  # the wait never started: an empty interval
+        _hw_leave(cs, hw, c, t, t)  # the wait never started: an empty interval
         if mech == MECH_TIF:
             _word_write(cs, seen, ctr, fp, c, c, True)  # the clear takes the line back
         cs[c, C_MODE] = 0
         cs[c, C_BUSY_UNTIL] = start
         cs[c, C_FREE_AT] = start
         cs[c, C_POLL_CLEAR_AT] = start
+        _idle_loop_exit(cs, ctr, c, start, tick_ns)
         return
     irq_work = -1
     if poll and kind != EV_POLL_TIMEOUT and _poll_handles(cs, c, kind, cpus.q_kind):
@@ -938,10 +1007,14 @@ def _wake_from_idle(
             return
     x = 0
     if not poll and t >= mw:
-        x = _exit_draw(rng, c, tab, _exit_row(cs, hw, ip, c, s, t)) + tab.exit_extra_ns[s]
+        x = _exit_latency(cs, hw, ip, tab, rng, c, s, t, mw)
         ssum[S_EXIT_SUM, s] += x
         ssum[S_EXIT_N, s] += 1
-    _hw_leave(cs, hw, c, t)
+    # The thread is not in C0 before its hardware exit ends (turbostat's Busy%: MPERF stops in a
+    # C-state and through its exit); its core and package leave their states at the event (their
+    # residency counters stop there), so the exit shows in the derived CPU%c1.
+    hw_exit = x - tab.exit_extra_ns[s] if x > 0 else 0
+    _hw_leave(cs, hw, c, t, min(t + hw_exit, t_end) if t >= mw else t)
     # Before the wait an interrupt stays pending and the state returns at once (MWAIT does
     # not sleep with one pending; POLL takes it at once): a short stay, counted as usual.
     # In POLL, one taken after a handler the loop ran for another.
@@ -1047,11 +1120,37 @@ def _wake_from_idle(
             cs[c, C_SIGNAL_AT] = INF
     elif task_ns > 0 and drained_end >= 0:
         wakes_task = True
-    if wakes_task:
-        cs[c, C_TICK_STOPPED] = 0  # tick_nohz_idle_exit() restarts the tick
-        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t_after, tick_ns)
+    # NEED_RESCHED ends do_idle()'s loop: a woken task, or the polling flag's wake-up itself
+    # (set_nr_if_polling() sets it, whatever the queue holds). An interrupt that wakes no task
+    # returns to the loop, which selects again with the tick as it was.
+    if wakes_task or (kind == EV_SIGNAL and not interrupt and mech == MECH_TIF):
+        _idle_loop_exit(cs, ctr, c, t_after, tick_ns)
     cs[c, C_FREE_AT] = t_after
     cs[c, C_BUSY_UNTIL] = t_after + task_ns
+
+
+@compiled(inline=True)
+def _poll_timeout_after(limit_ns: int, check_ns: int) -> int:
+    """poll_idle() (drivers/cpuidle/poll_state.c) reads the clock only after every
+    POLL_IDLE_RELAX_COUNT + 1 = 201 cpu_relax() loops and stops at the first read more than the
+    limit past its start: the time-out lands on that read, up to one period late."""
+    if check_ns <= 0:
+        return limit_ns
+    return (limit_ns // check_ns + 1) * check_ns
+
+
+@compiled(inline=True)
+def _idle_loop_exit(cs: np.ndarray, ctr: np.ndarray, c: int, t: int, tick_ns: int) -> None:
+    """do_idle() leaves its loop on NEED_RESCHED: tick_nohz_idle_exit() restarts a stopped tick
+    (kernel/time/tick-sched.c), except on a nohz_full CPU, where __tick_nohz_full_update_tick()
+    re-evaluates it and, with one task to run, it stays stopped."""
+    ctr[K_RESCHED_EXITS] += 1
+    if cs[c, C_TICK_STOPPED] == 1:
+        if cs[c, C_NOHZ_FULL] == 1:
+            ctr[K_RESCHED_EXITS_STOPPED] += 1
+            return
+        cs[c, C_TICK_STOPPED] = 0
+        cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
 
 
 @compiled(inline=True)
@@ -1185,11 +1284,16 @@ def _enter_idle(
             oracle = min(oracle, inc_t[p])
         oracle = max(oracle - t_start, 0)
     idx, stop = select_state(
-        ip[I_GOV], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1, ip[I_LAT_REQ],
-        sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        ip[I_GOV], ip[I_GOV_VARIANT], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1,
+        ip[I_LAT_REQ], sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        cs[c, C_NOHZ_FULL] == 1,
     )
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
-    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(cs, c, t_start, timer, tick_ns):
+    ctr[K_SELECTS] += 1
+    ctr[K_SELECTS_TICK_STOPPED] += int(tick_stopped)
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(
+        cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns
+    ):
         cs[c, C_TICK_STOPPED] = 1
     else:
         cs[c, C_TICK_STOPPED] = 0
@@ -1199,9 +1303,13 @@ def _enter_idle(
     cs[c, C_STATE] = idx
     cs[c, C_IDLE_START] = t_start
     cs[c, C_MWAIT_AT] = t_start + tab.entry_ns[idx]
-    if hw.level[idx] > 0:
-        _hw_enter(cs, hw, c, hw.level[idx], t_start + tab.entry_ns[idx])
-    cs[c, C_POLL_DEADLINE] = t_start + ip[I_POLL_LIMIT]
+    level = hw.level[idx]
+    if ip[I_C1_DEMOTION] == 1 and level > 1 and g[c, G_LAST_RES] < tab.res_ns[idx]:
+        level = 1  # C1 demotion: the core stays in C1; cpuidle still counts state idx
+    if level > 0:
+        _hw_enter(cs, hw, c, level, t_start + tab.entry_ns[idx])
+    poll_limit = poll_time_ns(g, c, ip[I_POLL_LIMIT])
+    cs[c, C_POLL_DEADLINE] = t_start + _poll_timeout_after(poll_limit, ip[I_POLL_CHECK_NS])
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
         _word_write(cs, seen, ctr, fp, c, c, True)  # IDLE / set polling

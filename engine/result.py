@@ -180,12 +180,28 @@ class Hardware(_Model):
     model_note: str = Field(default="", exclude_if=lambda v: not v)
 
 
+class IdleLoopStats(_Model):
+    """How often the governor saw a stopped tick, and what the idle loop's exits did to it."""
+
+    selections: int = Field(default=0, description="cpuidle_select() calls.")
+    selections_tick_stopped: int = Field(default=0, description="Of which with the tick already stopped.")
+    resched_exits: int = Field(
+        default=0, description="do_idle() loop exits on NEED_RESCHED (tick_nohz_idle_exit() calls)."
+    )
+    resched_exits_tick_left_stopped: int = Field(
+        default=0, description="Of which left the tick stopped (nohz_full CPUs); elsewhere it restarts."
+    )
+
+
 class SimResult(_Model):
     engine_version: str
     config_hash: str
     platform: str
     governor: str
-    governor_kernel: str = Field(description="The kernel version whose governor algorithm is modelled.")
+    governor_kernel: str = Field(
+        description="What the governor ran: its source file at the kernel named by governor.kernel (a tag, "
+        "a stable point release with its backports, or a commit), or that it is not a kernel governor."
+    )
     mechanism: str
     cpus: int
     sockets: int
@@ -203,4 +219,5 @@ class SimResult(_Model):
     timeline: list[Timeline]
     hardware: Hardware
     energy: Energy
+    idle_loop: IdleLoopStats = Field(default_factory=IdleLoopStats)
     estimates: list[str] = Field(description="Model parameters of this run that are estimates, not facts.")

@@ -15,12 +15,13 @@ import numpy as np
 
 from engine import kernel as K
 from engine.config import SimConfig
-from engine.governors import GOVERNOR_IDS, GOVERNOR_KERNEL, INF, init_governor_state
+from engine.governors import GOVERNOR_IDS, INF, init_governor_state, releases
 from engine.hardware import hardware_arrays, hardware_result
 from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
     SENDER_PARTS,
+    IdleLoopStats,
     IpiStats,
     LocalityCost,
     SimResult,
@@ -41,13 +42,21 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.5.0"
+ENGINE_VERSION = "0.6.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
 # some timer within a few seconds).
 MAX_SLEEP_NS = 4_000_000_000
 CHUNKS = 50
+# poll_idle() reads the clock once per POLL_IDLE_RELAX_COUNT + 1 cpu_relax() loops
+# (drivers/cpuidle/poll_state.c: POLL_IDLE_RELAX_COUNT 200).
+POLL_RELAX_LOOPS = 201
+# cpu_relax() is PAUSE: "about 10 cycles" before Skylake, "as many as 140 cycles" from Skylake on
+# (Intel 64 and IA-32 Architectures Optimization Reference Manual, "Pause Latency in Skylake
+# Microarchitecture"). An estimate per platform; unknown platforms take the Skylake figure.
+PAUSE_CYCLES = {"wsm": 10}
+PAUSE_CYCLES_DEFAULT = 140
 
 
 def engine_version() -> str:
@@ -162,6 +171,8 @@ class _Prepared:
         qos = config.states.latency_limit_us
         ip = np.zeros(K.N_IP, dtype=np.int64)
         ip[K.I_GOV] = GOVERNOR_IDS[gov]
+        self.kernel = releases.resolve(gov, config.governor.kernel)
+        ip[K.I_GOV_VARIANT] = self.kernel.variant
         ip[K.I_FIXED_IDX] = fixed_idx
         ip[K.I_LAT_REQ] = INF if qos is None else int(round(qos * 1000))
         ip[K.I_TICK_NS] = tick_ns
@@ -172,6 +183,8 @@ class _Prepared:
         ip[K.I_READ_FIRST] = int(config.ipi_wakeup.read_before_cmpxchg)
         ip[K.I_IRQS_OFF] = int(config.ipi_wakeup.irqs_off_across_wake)
         ip[K.I_POLL_LIMIT] = _poll_limit_ns(self.res_ns, self.enabled, tick_ns)
+        ip[K.I_POLL_CHECK_NS] = _poll_check_ns(table.name, fp[K.P_TSC_GHZ])
+        ip[K.I_C1_DEMOTION] = int(config.hardware.c1_demotion)
         ip[K.I_IRQ_WORK_EXP] = int(w.interrupts.work_distribution == "exponential")
         ip[K.I_SCHED_WORK_EXP] = int(w.sched_wakeups.work_distribution == "exponential")
         ip[K.I_TL_CPUS] = min(config.output.timeline_cpus, n)
@@ -187,6 +200,9 @@ class _Prepared:
         self.tm_period = np.array([int(round(t.period_us * 1000)) for t in w.timers], dtype=np.int64)
         self.tm_handler = np.array([int(round(t.handler_us * 1000)) for t in w.timers], dtype=np.int64)
         self.tm_work = np.array([int(round(t.work_us * 1000)) for t in w.timers], dtype=np.int64)
+        self.tm_keeps_tick = np.array(
+            [int(t.kind == "timer_wheel" or not w.tick.highres) for t in w.timers], dtype=np.int64
+        )
         seeds = stream_seeds(config.seed, n)
         phases = first_uniforms(seeds[:, SRC_TIMERS], n_timers)
         for k, timer in enumerate(w.timers):
@@ -230,6 +246,10 @@ class _Prepared:
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
         cs[:, K.C_SOCKET] = cpus // per_socket
+        cs[w.tick.nohz_full, K.C_NOHZ_FULL] = 1
+        # A nohz_full CPU running its one task has no tick (tick_nohz_full_update_tick()): it
+        # enters its first idle period with the tick stopped.
+        cs[w.tick.nohz_full, K.C_TICK_STOPPED] = 1
         # A CPU-bound task on these CPUs for the whole run: never idle, still interrupted.
         cs[_cpu_set(w.busy_cpus, n), K.C_BUSY_UNTIL] = INF
         cs[:, K.C_CSD_OWNER] = cpus
@@ -271,6 +291,7 @@ class _Prepared:
         )
         self.arr = K.Arrivals(
             tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
+            tm_keeps_tick=self.tm_keeps_tick,
             irq_t=self.irq_t, irq_off=self.irq_off, snd_t=self.snd_t, snd_dst=self.snd_dst,
             snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
             inc_t=self.inc_t, inc_off=self.inc_off,
@@ -376,7 +397,7 @@ class _Prepared:
             config_hash=self.config_hash,
             platform=table.name,
             governor=config.governor.name,
-            governor_kernel=GOVERNOR_KERNEL[config.governor.name],
+            governor_kernel=self.kernel.description,
             mechanism=mech,
             cpus=n,
             sockets=config.topology.sockets,
@@ -392,6 +413,12 @@ class _Prepared:
             timeline=self._timeline(),
             hardware=hardware,
             energy=energy,
+            idle_loop=IdleLoopStats(
+                selections=int(ctr[K.K_SELECTS]),
+                selections_tick_stopped=int(ctr[K.K_SELECTS_TICK_STOPPED]),
+                resched_exits=int(ctr[K.K_RESCHED_EXITS]),
+                resched_exits_tick_left_stopped=int(ctr[K.K_RESCHED_EXITS_STOPPED]),
+            ),
             estimates=self.estimates,
         )
 
@@ -428,6 +455,11 @@ def _irq_on(state: CState, config: SimConfig) -> bool:
     if state.is_poll:
         return True
     return config.states.irq_enable.get(state.name, state.irq_enable)
+
+
+def _poll_check_ns(platform: str, core_ghz: float) -> int:
+    """How often poll_idle() reads the clock: 201 PAUSEs at the core clock (the TSC rate taken for it)."""
+    return int(POLL_RELAX_LOOPS * PAUSE_CYCLES.get(platform, PAUSE_CYCLES_DEFAULT) / core_ghz)
 
 
 def _poll_limit_ns(res_ns: np.ndarray, enabled: np.ndarray, tick_ns: int) -> int:
@@ -492,6 +524,17 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
                 f"{s.name} exit with only the core in it = {core.value:g} us worst case ({core.kind}: "
                 f"{core.source}), median {core_med.value:g} us ({core_med.kind})"
             )
+    pause = PAUSE_CYCLES.get(table.name, PAUSE_CYCLES_DEFAULT)
+    out.append(
+        f"POLL reads the clock every {POLL_RELAX_LOOPS} cpu_relax() loops of {pause} cycles (estimate: PAUSE "
+        f"latency, Intel optimization manual) at the TSC rate: a POLL time-out up to "
+        f"{_poll_check_ns(table.name, _cost(config, table, 'tsc_mhz') / 1000.0) / 1000:.1f} us late"
+    )
+    if config.hardware.c1_demotion:
+        out.append(
+            "hardware.c1_demotion is on: a request deeper than C1 stays in core C1 when the CPU's previous "
+            "stay was shorter than its target residency (estimate: the firmware's rule is not documented)"
+        )
     if config.hardware.c1e_promotion:
         out.append(
             "hardware.c1e_promotion is on: C1 requests enter C1E in hardware (intel_idle turns this off "

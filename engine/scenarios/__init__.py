@@ -10,10 +10,12 @@ plus what the runs are compared on:
   `calibrated` (a parameter was fitted to it: reproducing it proves only that the fit holds),
   `predicted` (nothing was fitted to it and it does not follow from an estimate alone), or
   `consistency` (it holds for the labelled estimates the model uses; its sensitivity table
-  says over which range of each).
+  says over which range of each), or `direction` (the sign of a documented change between two
+  kernels, `kernel_releases`).
 
 One module per source: `irq_enable_2021`, `mwait_rfc_2012`, and `package_cstates` (the
-hardware beneath the OS view); the framework is in `framework`.
+hardware beneath the OS view), `kernel_releases` (menu from one commit to the next); the
+framework is in `framework`.
 
     from engine.scenarios import SCENARIOS, evaluate
     from engine import simulate
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.scenarios import irq_enable_2021, mwait_rfc_2012, package_cstates
+from engine.scenarios import irq_enable_2021, kernel_releases, mwait_rfc_2012, package_cstates
 from engine.scenarios.framework import (
     Check,
     KeyTable,
@@ -43,7 +45,10 @@ from engine.scenarios.framework import (
 
 
 def _build() -> dict[str, Scenario]:
-    items = [*irq_enable_2021.scenarios(), *mwait_rfc_2012.scenarios(), *package_cstates.scenarios()]
+    items = [
+        *irq_enable_2021.scenarios(), *mwait_rfc_2012.scenarios(), *package_cstates.scenarios(),
+        *kernel_releases.scenarios(),
+    ]
     return {s.name: s for s in items}
 
 

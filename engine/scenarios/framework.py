@@ -162,7 +162,7 @@ def _pct(x: Any) -> float | None:
 # ------------------------------------------------------------------------------------------ checks
 
 CheckMode = Literal["value", "change_pct", "diff"]
-CheckKind = Literal["calibrated", "predicted", "consistency"]
+CheckKind = Literal["calibrated", "predicted", "consistency", "direction"]
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,8 @@ class Check:
 
     `kind`: `calibrated` (a parameter was fitted to it), `predicted` (nothing was fitted to it
     and it does not follow from an estimate alone), or `consistency` (it holds for the labelled
-    estimates the model uses: `sensitivity` says over which range of each).
+    estimates the model uses: `sensitivity` says over which range of each), or `direction` (the
+    sign of a documented change between two kernels: a benchmark's size is not the model's).
 
     `mode`: "value" (the metric of `role`), "change_pct" (`role` relative to `baseline`, in %),
     "diff" (`role` minus `baseline`, in the metric's unit, or percentage points for shares).

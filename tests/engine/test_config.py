@@ -84,7 +84,7 @@ def test_unknown_platform() -> None:
 
 
 def test_unknown_governor() -> None:
-    err = only_error({"governor": {"name": "haltpoll"}})
+    err = only_error({"governor": {"name": "powersave"}})
     assert err["loc"] == ["governor", "name"]
 
 
@@ -243,10 +243,13 @@ def _perturbations() -> dict[str, dict[str, Any]]:
         "platform_table": None,  # handled below (needs the platform name too)
         "governor.name": "teo",
         "governor.fixed_state": "C1",
+        "governor.kernel": "v6.6",
+        "wakeups.tick.nohz_full": [1],
+        "wakeups.timers.0.kind": "timer_wheel",
         "states.disabled": ["C6"],
         "states.irq_enable": {"C1E": True},
         "states.latency_limit_us": 20.0,
-        "wakeups.tick.hz": 1000,
+        "wakeups.tick.hz": 250,
         "wakeups.timers": [{"period_us": 4000.0}, {"period_us": 250.0}],
         "wakeups.timers.0.cpus": [0],
         "wakeups.interrupts.work_distribution": "fixed",

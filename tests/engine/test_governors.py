@@ -1,4 +1,5 @@
-"""Governors, one decision at a time, on hand-made histories (engine/governors.py).
+"""Governors, one decision at a time, on hand-made histories (engine/governors/), at the default
+release (v6.19); test_governors_releases.py checks each release against its own source.
 
 Every case uses the skx table as cpuidle sees it, in ns:
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.governors import (
+from engine.governors import menu as menu_mod
+from engine.governors import note_rejected, reflect, releases
+from engine.governors.common import (
     BUCKETS,
     G_FIXED_COLS,
     G_LAST_IDX,
@@ -44,19 +47,34 @@ from engine.governors import (
     INTERVALS,
     PULSE,
     UINT_MAX,
-    _menu_update_intervals,
-    _surely_irregular,
     init_governor_state,
-    ladder_select,
-    menu_select,
-    menu_typical_interval,
-    note_rejected,
-    reflect,
-    select_state,
-    teo_select,
 )
+from engine.governors.cpuidle import (
+    V_POLL_RULE,
+    V_REJECTED,
+    V_STOPPED_TICK,
+    V_TYPICAL,
+    select_state,
+    variant_field,
+)
+from engine.governors.ladder import ladder_select
+from engine.governors.teo import teo_select
 
 from .conftest import Table
+
+V619 = releases.resolve("menu", "v6.19").variant
+V619_CODES = tuple(variant_field(V619, f) for f in (V_TYPICAL, V_POLL_RULE, V_STOPPED_TICK, V_REJECTED))
+_menu_update_intervals = menu_mod.update_intervals
+_surely_irregular = menu_mod.surely_irregular
+
+
+def menu_typical_interval(g: np.ndarray, c: int) -> int:
+    return int(menu_mod.typical_interval(g, c, V619_CODES[0]))
+
+
+def menu_select(*args: object) -> tuple[int, bool]:
+    """menu_select() at v6.19, on a CPU that is not nohz_full."""
+    return menu_mod.menu_select(*args, False, *V619_CODES)  # type: ignore[no-any-return]
 
 US = 1_000
 MS = 1_000_000
@@ -164,6 +182,7 @@ def select(
 ) -> tuple[int, bool]:
     idx, stop = select_state(
         gov,
+        V619,
         g,
         0,
         t.res_ns,
@@ -177,6 +196,7 @@ def select(
         TICK_NS,
         fixed_idx,
         oracle_ns,
+        False,
     )
     return int(idx), bool(stop)
 
@@ -897,8 +917,8 @@ def test_ladder_select_is_the_kernels_and_asks_to_stop_the_tick() -> None:
         g[0, G_FIXED_COLS + 2 * n + last_idx] = promotion
         latency_req = int(INF) if rng.random() < 0.7 else int(rng.choice([0, 2, 5, 50, 150]) * US)
         got = select_state(
-            GOV_LADDER, g, 0, t.res_ns, t.exit_ns, enabled, True, latency_req, 100 * MS, 2 * MS, False,
-            TICK_NS, 1, int(INF),
+            GOV_LADDER, V619, g, 0, t.res_ns, t.exit_ns, enabled, True, latency_req, 100 * MS, 2 * MS, False,
+            TICK_NS, 1, int(INF), False,
         )
         want = kernel_ladder_select(last_idx, int(g[0, G_LAST_RES]), promotion, 0, t, enabled, latency_req)
         assert (int(got[0]), bool(got[1])) == want, (t.names, enabled, last_idx, promotion, latency_req)

@@ -33,6 +33,9 @@ NAMES = [
     "mainline-tif-polling",
     "pc6-disabled-skx",
     "smt-sibling",
+    "menu-779b1a1cb13a-skx",
+    "menu-db86f55bf81a-spr",
+    "menu-80606f4eb8d7",
 ]
 
 
@@ -225,3 +228,14 @@ def test_tif_polling_vs_rfc_vs_ipi() -> None:
         cyc = {m: res[m]["ipi"][loc]["idle_target_mean_cycles"] for m in ("ipi", "mwait_rfc", "tif_polling")}
         assert cyc["tif_polling"] < cyc["mwait_rfc"] < cyc["ipi"], (loc, cyc)
     assert res["tif_polling"]["latency"]["ipi"]["mean_ns"] < res["ipi"]["latency"]["ipi"]["mean_ns"]
+
+
+@pytest.mark.parametrize("name", ["menu-779b1a1cb13a-skx", "menu-db86f55bf81a-spr", "menu-80606f4eb8d7"])
+def test_kernel_release_scenarios_change_only_the_kernel(name: str) -> None:
+    # The two roles are one workload under two trees: their configs differ in governor.kernel only,
+    # and every check is of kind direction.
+    before, after = (cfg.model_dump() for _, cfg in SCENARIOS[name].configs())
+    assert before["governor"]["kernel"] != after["governor"]["kernel"]
+    before["governor"]["kernel"] = after["governor"]["kernel"]
+    assert before == after
+    assert {c.kind for c in SCENARIOS[name].checks} == {"direction"}

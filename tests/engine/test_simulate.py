@@ -526,8 +526,12 @@ def test_poll_time_limit_is_the_kernels() -> None:
     # qualifies). Then random tables, enabled masks and HZ against the transcription.
     for name, disabled, want in (("skx", [], 20 * US), ("wsm", [], 20 * US), ("icx", [], 250 * US),
                                  ("icx", ["C6"], 250 * US), ("skx", ["C1E"], 250 * US)):
-        run = _Prepared(make_config(platform=name, duration_ms=1.0, states={"disabled": disabled}))
+        run = _Prepared(make_config(
+            platform=name, duration_ms=1.0, states={"disabled": disabled}, wakeups={"tick": {"hz": 250}}
+        ))
         assert run.ip[K.I_POLL_LIMIT] == want, (name, disabled)
+    # The default HZ, 1000: icx's limit is TICK_NSEC/16 = 62.5 us.
+    assert _Prepared(make_config(platform="icx", duration_ms=1.0)).ip[K.I_POLL_LIMIT] == 62_500
     rng = np.random.default_rng(16)
     residencies = [1, 2, 4, 6, 9_999, 10_000, 20_000, 80_000, 600_000]
     for _ in range(5_000):
@@ -543,19 +547,50 @@ def test_tick_stays_when_a_timer_is_due_within_the_period() -> None:
     """tick_nohz_next_event() (kernel/time/tick-sched.c), as tick_nohz_idle_stop_tick() uses it:
     basemono is the last jiffy update (the last tick boundary); if the next event is at most
     TICK_NSEC after it and the tick is not stopped yet, the tick is kept whatever the governor
-    asked; a stopped tick stays stopped (reprogrammed). Random times, timers and tick hints."""
+    asked; a stopped tick stays stopped (reprogrammed). With high-resolution timers the next event
+    is the next timer-wheel timer only (get_next_timer_interrupt()): hrtimers do not count.
+    Random times, timers of both kinds and tick hints."""
     rng = np.random.default_rng(11)
     cs = np.zeros((1, K.N_CPU_COLS), dtype=np.int64)
     for _ in range(20_000):
         tick_ns = 1_000_000_000 // int(rng.choice([100, 250, 300, 1000]))
         t = int(rng.integers(0, 50 * tick_ns))
-        timer = t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)
+        timers = np.array(
+            [[t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)] for _ in range(3)],
+            dtype=np.int64,
+        )
+        wheel = (rng.random(3) < 0.5).astype(np.int64)
         stopped = bool(rng.random() < 0.3)
         cs[0, K.C_TICK_STOPPED] = int(stopped)
         cs[0, K.C_TICK_NEXT] = (t // tick_ns + int(rng.integers(-1, 3))) * tick_ns  # the CPU's tick hint
         basemono = t // tick_ns * tick_ns
-        kernel_keeps = not stopped and timer - basemono <= tick_ns
-        assert bool(K._tick_stays(cs, 0, t, timer, tick_ns)) == kernel_keeps
+        next_wheel = min([int(timers[k, 0]) for k in range(3) if wheel[k]], default=int(K.INF))
+        kernel_keeps = not stopped and next_wheel - basemono <= tick_ns
+        assert bool(K._tick_stays(cs, 0, t, timers, wheel, tick_ns)) == kernel_keeps
+
+
+def test_an_hrtimer_no_longer_keeps_the_tick_with_high_resolution_timers() -> None:
+    # ladder always asks to stop the tick. A 3 ms timer at HZ=100 is often due before the next
+    # tick boundary: a timer-wheel timer then keeps the tick running (tick_nohz_next_event()'s
+    # bail-out), and so does an hrtimer without high-res; with high-res an hrtimer does not, and
+    # the tick is stopped at nearly every entry. Device interrupts with no work return to the
+    # idle loop (no NEED_RESCHED), whose next selection sees the tick as the entry left it.
+    def run(kind: str, highres: bool) -> SimResult:
+        return simulate(make_config(
+            duration_ms=200,
+            governor={"name": "ladder"},
+            topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+            wakeups=quiet(
+                timers=[{"period_us": 3_000.0, "kind": kind}],
+                interrupts={"rate_hz": 3000, "work_us": 0},
+                tick={"hz": 100, "highres": highres},
+            ),
+        ))
+
+    hr, wheel, lowres = run("hrtimer", True), run("timer_wheel", True), run("hrtimer", False)
+    assert wheel.idle_loop == lowres.idle_loop
+    assert hr.idle_loop.selections_tick_stopped > 0.8 * hr.idle_loop.selections
+    assert wheel.idle_loop.selections_tick_stopped < 0.5 * wheel.idle_loop.selections
 
 
 @pytest.mark.parametrize("governor", ["ladder", "menu", "teo"])
@@ -1011,3 +1046,159 @@ def test_limits_enforced_before_work_starts() -> None:
         make_config(duration_ms=60_000.0, topology=topo(8, 64))
     with pytest.raises(ValidationError, match="over the limit of 1024"):
         make_config(topology={"sockets": 8, "cores_per_socket": 129, "threads_per_core": 1})
+
+
+def test_idle_loop_exit_on_need_resched_restarts_the_tick_except_on_nohz_full() -> None:
+    # CPU 0 busy sends CPU 1 no-wait calls at 500 Hz (Poisson) under the polling flag: each wake
+    # sets NEED_RESCHED without waking a task, so do_idle() leaves its loop and
+    # tick_nohz_idle_exit() restarts the stopped tick. The next selection then sees a running
+    # tick, and ticks that menu keeps wake CPU 1 beyond the calls. On a nohz_full CPU the tick is
+    # re-evaluated and stays stopped: every selection sees it stopped, only the calls wake it.
+    def run(nohz_full: list[int]) -> SimResult:
+        return simulate(make_config(
+            duration_ms=200,
+            ipi_wakeup={"mechanism": "tif_polling"},
+            wakeups=dict(
+                quiet(ipis={"rate_hz": 500, "senders": [0], "targets": [1], "same_socket_share": 1.0}),
+                busy_cpus=[0],
+                tick={"hz": 250, "nohz_full": nohz_full},
+            ),
+        ))
+
+    restarted, kept = run([]), run([1])
+    calls = restarted.ipi.requested
+    assert calls == kept.ipi.requested > 50
+    assert restarted.idle_loop.resched_exits >= calls * 0.8
+    assert restarted.idle_loop.resched_exits_tick_left_stopped == 0
+    assert restarted.idle_loop.selections_tick_stopped < restarted.idle_loop.selections * 0.2
+    assert restarted.wakeups > calls  # ticks kept after a restart wake it too
+    assert kept.idle_loop.resched_exits_tick_left_stopped == kept.idle_loop.resched_exits
+    assert kept.idle_loop.selections_tick_stopped >= kept.idle_loop.selections - 1
+    assert kept.wakeups == calls
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected_ns"),
+    [
+        # skx: limit 20 us (C1E's residency); 201 PAUSEs of 140 cycles at 3.0 GHz = 9,380 ns per
+        # clock read; the first read past 20 us is the third: 28,140 ns, 8.1 us late.
+        ("skx", 3 * 9_380),
+        # wsm: limit 20 us; 201 PAUSEs of 10 cycles at 2.66 GHz = 755 ns; the 27th read, 20,385 ns.
+        ("wsm", 27 * 755),
+    ],
+)
+def test_poll_time_out_lands_on_a_clock_read(platform: str, expected_ns: int) -> None:
+    # PM QoS 0: menu returns POLL every time; nothing wakes the CPU but the tick (handled inside
+    # POLL), so nearly every stay is one time-out: poll_idle() checks the clock once per 201
+    # cpu_relax() loops, so it ends at the first check after the limit, not at the limit.
+    result = simulate(make_config(
+        platform=platform,
+        duration_ms=20,
+        topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+        states={"latency_limit_us": 0},
+        wakeups=quiet(),
+    ))
+    poll = result.states[0]
+    assert poll.name == "POLL" and poll.usage > 500
+    assert abs(poll.time_ns / poll.usage - expected_ns) < 100
+
+
+@pytest.mark.parametrize("platform", ["skx", "icx"])
+def test_package_c6_exit_is_paid_once_and_waited_for_by_the_others(platform: str) -> None:
+    # The tick kept on every CPU (nohz off) at 1000 Hz: all cores wake together from C6 with the
+    # package in PC6. The first core processed takes the package out (the table's whole figure);
+    # the others, waking with it, get the core-only exit but cannot run before the package is out,
+    # so every C6 exit lasts at least the package's: the mean is the one-core mean, not lower.
+    def mean_c6_exit(cores: int) -> float:
+        r = simulate(make_config(
+            platform=platform,
+            duration_ms=300,
+            topology={"sockets": 1, "cores_per_socket": cores, "threads_per_core": 1},
+            package={"limit": "PC6"},
+            wakeups=quiet(tick={"hz": 1000, "nohz": False}),
+        ))
+        c6 = r.states[-1]
+        assert c6.name == "C6" and c6.usage > 250 * cores
+        assert r.hardware.system.turbostat["Pkg%pc6"] > 50
+        return c6.exit_latency_mean_ns
+
+    one, four = mean_c6_exit(1), mean_c6_exit(4)
+    assert four >= 0.99 * one
+
+
+def test_turbostat_busy_is_c0_only_and_the_system_pkgwatt_sums_the_packages() -> None:
+    # Exact exit latencies, no entry cost, package limit PC0: a thread is C0 exactly when cpuidle
+    # does not count it idle, except that cpuidle's stay includes the hardware exit, which is not
+    # C0 either. So Busy% equals the cpuidle busy share, and the exits (100 us per C6 stay) are
+    # not in it.
+    skx = load_platform("skx")
+    table = custom_platform("exact", [exact_state("C1", 2, 2), exact_state("C6", 100, 400)], based_on=skx)
+    r = simulate(make_config(
+        platform="exact",
+        platform_table=table.model_dump(mode="json"),
+        duration_ms=200,
+        topology={"sockets": 2, "cores_per_socket": 1, "threads_per_core": 1},
+        package={"limit": "PC0"},
+        wakeups=quiet(timers=[{"period_us": 2_000.0, "work_us": 50}]),
+    ))
+    c6 = r.states[-1]
+    exits_share = c6.usage * 100_000 / (r.duration_ns * r.cpus)
+    assert exits_share > 0.02
+    ts = r.hardware.system.turbostat
+    assert ts["Busy%"] == pytest.approx(100 * r.busy_share, abs=0.05)
+    # PkgWatt: the system row is the sum of the two packages' (turbostat's summary row).
+    per_socket = [s.turbostat["PkgWatt"] for s in r.hardware.sockets]
+    assert ts["PkgWatt"] == pytest.approx(sum(per_socket))
+
+
+def test_turbostat_cpu_c1_from_the_core_c1_counter_on_icx_and_no_pkgwatt_on_westmere() -> None:
+    # icx: CPU%c1 is MSR_CORE_C1_RES, the core's own C1 time, shown on each thread. Thread 0 idles
+    # beside a busy sibling: its core never leaves C0, so the counter reads 0 (the derived figure,
+    # 100 - Busy% - deeper columns, would show thread 0's idle time, ~100%). Westmere has no RAPL:
+    # no PkgWatt column, the estimate stays in pkg_watts.
+    icx = simulate(make_config(
+        platform="icx", duration_ms=50, topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 2},
+        wakeups=quiet(timers=[{"period_us": 1_000.0}], busy_cpus=[1]),
+    ))
+    assert icx.hardware.per_cpu_busy[0] < 0.1
+    assert icx.hardware.per_cpu_c1 == pytest.approx([0.0, 0.0], abs=1e-9)
+    wsm = simulate(make_config(platform="wsm", duration_ms=20, wakeups=quiet()))
+    assert "PkgWatt" not in wsm.hardware.system.turbostat and wsm.hardware.system.pkg_watts > 0
+
+
+def test_c1_demotion_changes_the_core_state_and_the_exit_not_cpuidles_counters() -> None:
+    # The fixed governor asks for C6 at every entry; 3 kHz of device interrupts make most stays
+    # short (under C6's 600 us residency), so with C1 demotion the core mostly stays in C1, and
+    # those C6 requests exit like C1. cpuidle still charges every stay to C6, the state requested.
+    def run(demote: bool) -> SimResult:
+        return simulate(make_config(
+            duration_ms=100,
+            topology={"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+            hardware={"c1_demotion": demote},
+            governor={"name": "fixed", "fixed_state": "C6"},
+            wakeups=quiet(interrupts={"rate_hz": 3000, "work_us": 5}),
+        ))
+
+    off, on = run(False), run(True)
+    for r in (off, on):
+        assert [s.usage > 0 for s in r.states] == [False, False, False, True]
+    # A stay after one of at least 600 us (e^-1.8 = 17% of the gaps at 3 kHz) is not demoted.
+    assert off.hardware.system.core["CC6"] > 0.5
+    assert on.hardware.system.core["CC6"] < 0.5 * off.hardware.system.core["CC6"]
+    assert on.states[-1].exit_latency_mean_ns < 0.5 * off.states[-1].exit_latency_mean_ns
+
+
+def test_the_target_counts_its_own_transfers_of_the_csd_and_call_queue_lines() -> None:
+    # IPIs only (no idle word), one busy sender, one target, calls far apart (never coalesced):
+    # per call the target pulls its call-queue line back from the sender that queued on it
+    # (llist_del_all()) and the sender's csd line for csd_unlock(): two transfers by the target.
+    r = simulate(make_config(
+        duration_ms=100,
+        ipi_wakeup={"mechanism": "ipi"},
+        wakeups=quiet(
+            ipis={"rate_hz": 200, "senders": [0], "targets": [1], "same_socket_share": 1.0}, busy_cpus=[0]
+        ),
+    ))
+    calls = r.ipi.requested
+    assert calls > 10 and r.ipi.coalesced == 0
+    assert r.ipi.line_transfers_target == 2 * calls

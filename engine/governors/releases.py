@@ -1,0 +1,238 @@
+"""Which kernel each governor follows: mainline tags, commits between them, stable point releases.
+
+`governor.kernel` names a git object: a mainline tag (`v6.6`, `v6.12`, `v6.18`, `v6.19`; `v7.0-rc1`
+and `v7.0-rc2` as prereleases), a stable point release (`v6.12.60`: its tag plus the backports
+listed for it), or a commit (12 hex digits, or any unambiguous prefix of at least 7). Each name
+resolves to the behaviour codes of `engine.governors.menu` and the core (engine.governors.cpuidle),
+packed into the one integer the compiled loop dispatches on.
+
+The mainline history below is menu.c's and the core's, in merge order, each commit with what it
+changes (sources: the commits' patches on linux-pm, quoted in the tests' transcriptions). A
+commit names the tree as it stood there: every step up to and including it. teo is modelled at
+one commit only and ladder and haltpoll did not change in behaviour between the tags modelled,
+so for them a name resolves to that one transcription, and teo refuses the names it is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.governors import menu as M
+from engine.governors.cpuidle import (
+    N_V,
+    ONE_STATE_CORE_SKIPS,
+    ONE_STATE_GOVERNOR,
+    V_ONE_STATE,
+    V_POLL_RULE,
+    V_REJECTED,
+    V_STOPPED_TICK,
+    V_TYPICAL,
+    pack_variant,
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One mainline commit (or a tag's own change where no commit id is recorded)."""
+
+    commit: str | None  # 12 hex digits; None: known only by the release that has it
+    subject: str
+    release: str  # the first mainline release that has it
+    changes: dict[int, int] = field(default_factory=dict)  # V_* field -> code
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Backport:
+    upstream: str  # the mainline commit (12 hex)
+    stable_commit: str | None  # the stable tree's commit, where recorded
+    source: str
+
+
+@dataclass(frozen=True)
+class StableRelease:
+    base: str  # the mainline tag
+    backports: tuple[Backport, ...]
+
+
+# menu.c and cpuidle.c at v6.6 (5484e31bbbff's timer skip included, 85975daeaa4d not yet).
+V6_6 = {
+    V_TYPICAL: M.TYPICAL_UPSIDE,
+    V_POLL_RULE: M.POLL_RULE_LATENCY_CLAMP,
+    V_STOPPED_TICK: M.STOPPED_TICK_SHORT_SKIPS_TIMER,
+    V_REJECTED: M.REJECTED_NOTHING,
+    V_ONE_STATE: ONE_STATE_GOVERNOR,
+}
+
+MAINLINE: tuple[Step, ...] = (
+    Step("38f83090f515", "cpuidle: menu: Remove iowait influence", "v6.13",
+         note="no iowaiters in the model: nothing changes here"),
+    Step("85975daeaa4d", "cpuidle: menu: Avoid discarding useful information", "v6.15",
+         {V_TYPICAL: M.TYPICAL_BOTH_ENDS_KEEP_MAX},
+         note="the last of the February 2025 series (one-pass variance, outliers on both ends)"),
+    Step("fa3fa55de0d6", "cpuidle: governors: menu: Avoid using invalid recent intervals data",
+         "v6.17-rc2", {V_REJECTED: M.REJECTED_PUSHES_UINT_MAX}),
+    Step("779b1a1cb13a", "cpuidle: governors: menu: Avoid selecting states with too much latency",
+         "v6.17-rc3", {V_POLL_RULE: M.POLL_RULE_LATENCY_FIRST}),
+    Step("10fad4012234", 'Revert "cpuidle: menu: Avoid discarding useful information"', "v6.18-rc",
+         {V_TYPICAL: M.TYPICAL_BOTH_ENDS}),
+    Step("db86f55bf81a", "cpuidle: governors: menu: Select polling state in some more cases",
+         "v6.18-rc", {V_POLL_RULE: M.POLL_RULE_EXIT_IN_PREDICTION}),
+    Step("07d815701274", "cpuidle: menu: Use residency threshold in polling state override decisions",
+         "v6.19", {V_POLL_RULE: M.POLL_RULE_RESIDENCY_THRESHOLD}),
+    Step("80606f4eb8d7", "cpuidle: governors: menu: Always check timers with tick stopped", "v7.0-rc1",
+         {V_STOPPED_TICK: M.STOPPED_TICK_READS_TIMER}),
+    Step(None, "cpuidle: Skip governor when only one idle state is available", "v7.0-rc2",
+         {V_ONE_STATE: ONE_STATE_CORE_SKIPS}),
+)
+
+# Released tags first, then prereleases; each is the tree after every step of an earlier release.
+RELEASED_TAGS = ("v6.6", "v6.12", "v6.13", "v6.15", "v6.17", "v6.18", "v6.19")
+PRERELEASE_TAGS = ("v7.0-rc1", "v7.0-rc2")
+_ORDER = ("v6.6", "v6.12", "v6.13", "v6.15", "v6.17-rc2", "v6.17-rc3", "v6.17", "v6.18-rc", "v6.18",
+          "v6.19", "v7.0-rc1", "v7.0-rc2")
+
+# A commit posted with 779b1a1cb13a ("A fix, a corner case adjustment and a cleanup", August 2025)
+# whose effect is selectable on top of that tree. The linux-pm archive shows it not taken further
+# (February 2026: "too risky"), and mainline's menu.c as 80606f4eb8d7 quotes it has no such check.
+SIDE_COMMITS = {
+    "7bcc8bbeca35": (
+        "779b1a1cb13a",
+        Step("7bcc8bbeca35", "cpuidle: governors: menu: Special-case nohz_full CPUs", "(not in a release)",
+             {V_STOPPED_TICK: M.STOPPED_TICK_NOHZ_FULL_KEPT}),
+    ),
+}
+
+STABLE: dict[str, StableRelease] = {
+    "v6.12.60": StableRelease("v6.12", (
+        Backport("779b1a1cb13a", None,
+                 "stable to 4.17+; that 6.12.60 has it is inferred from its date (estimate)"),
+        Backport("db86f55bf81a", None,
+                 "stable to 6.6.y, 6.12.y, 6.17.y; that 6.12.60 has it is inferred from "
+                 "its date (estimate)"),
+        Backport("38f83090f515", "b39b62075ab4", "linux-pm, December 2025: vdbench regression on v6.12.60 "
+                 "against v6.12.48 bisected to b39b62075ab4"),
+    )),
+}
+
+# teo: the one teo.c transcribed (engine.governors.teo).
+TEO_COMMIT = "083654ded547"
+TEO_SUBJECT = "cpuidle: governors: teo: Rework the handling of tick wakeups"
+
+KERNEL_GOVERNORS = ("menu", "teo", "ladder", "haltpoll")
+DEFAULT_KERNEL = "v6.19"  # the newest released tag modelled
+
+
+@dataclass(frozen=True)
+class Resolved:
+    name: str  # the canonical name: a tag, a stable release, or a 12-hex commit
+    variant: int
+    description: str
+
+
+def _codes_after(steps: list[Step]) -> dict[int, int]:
+    codes = dict(V6_6)
+    for s in steps:
+        codes.update(s.changes)
+    return codes
+
+
+def _steps_through_release(tag: str) -> list[Step]:
+    k = _ORDER.index(tag)
+    return [s for s in MAINLINE if _ORDER.index(s.release) <= k]
+
+
+def _steps_through_commit(commit: str) -> list[Step]:
+    out = []
+    for s in MAINLINE:
+        out.append(s)
+        if s.commit == commit:
+            return out
+    raise KeyError(commit)
+
+
+def known_names(governor: str) -> list[str]:
+    """Every name `governor.kernel` accepts for this governor, tags first."""
+    if governor == "teo":
+        return [TEO_COMMIT]
+    if governor in ("ladder", "haltpoll"):
+        return [*RELEASED_TAGS, *PRERELEASE_TAGS]
+    if governor != "menu":
+        return []
+    commits = [s.commit for s in MAINLINE if s.commit] + list(SIDE_COMMITS)
+    return [*RELEASED_TAGS, *PRERELEASE_TAGS, *STABLE, *commits]
+
+
+def _canonical(governor: str, name: str) -> str:
+    names = known_names(governor)
+    if name in names:
+        return name
+    low = name.lower()
+    if len(low) >= 7 and all(ch in "0123456789abcdef" for ch in low):
+        hits = [n for n in names if not n.startswith("v") and (n.startswith(low) or low.startswith(n))]
+        if len(hits) == 1:
+            return hits[0]
+    raise ValueError(name)
+
+
+def default_kernel(governor: str) -> str | None:
+    if governor == "teo":
+        return TEO_COMMIT
+    return DEFAULT_KERNEL if governor in KERNEL_GOVERNORS else None
+
+
+def resolve(governor: str, name: str | None) -> Resolved:
+    """The behaviour codes and the description of `name` for `governor` (ValueError: unknown)."""
+    if name is None:
+        name = default_kernel(governor)
+    if governor not in KERNEL_GOVERNORS:
+        if name is not None:
+            raise ValueError(name)
+        what = "knows the next wake-up" if governor == "oracle" else "one state only"
+        return Resolved("", pack_variant((0,) * N_V), f"not a kernel governor: {what}")
+    assert name is not None
+    canon = _canonical(governor, name)
+    if governor == "teo":
+        return Resolved(canon, pack_variant(tuple(V6_6[k] for k in range(N_V))),
+                        f"teo.c at {TEO_COMMIT} ({TEO_SUBJECT}), mainline after v6.18")
+    if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
+        steps = _steps_through_release(canon)
+        kind = "mainline tag" if canon in RELEASED_TAGS else "mainline prerelease"
+        what = f"{governor}.c at {canon} ({kind})"
+    elif canon in STABLE:
+        rel = STABLE[canon]
+        ups = [b.upstream for b in rel.backports]
+        steps = _steps_through_release(rel.base) + [s for s in MAINLINE if s.commit in ups]
+        listed = ", ".join(b.upstream + (f" (stable {b.stable_commit})" if b.stable_commit else "")
+                           for b in rel.backports)
+        what = f"{governor}.c at {canon}: {rel.base} with {listed} backported"
+    elif canon in SIDE_COMMITS:
+        base, step = SIDE_COMMITS[canon]
+        steps = _steps_through_commit(base) + [step]
+        what = f"{governor}.c at {canon} ({step.subject}), on {base}"
+    else:
+        steps = _steps_through_commit(canon)
+        step = steps[-1]
+        what = f"{governor}.c at {canon} ({step.subject}), mainline {step.release}"
+    if governor in ("ladder", "haltpoll"):
+        # Only the core's behaviour differs between the tags for these two.
+        codes = dict(V6_6)
+        codes[V_ONE_STATE] = _codes_after(steps)[V_ONE_STATE]
+    else:
+        codes = _codes_after(steps)
+    return Resolved(canon, pack_variant(tuple(codes[k] for k in range(N_V))), what)
+
+
+def mainline_walk(governor: str, start: str, end: str) -> list[str]:
+    """The names from tag `start` to tag `end`, commit by commit, for a sweep over `governor.kernel`."""
+    if governor != "menu":
+        return [n for n in (start, end) if n in known_names(governor)]
+    k0, k1 = _ORDER.index(start), _ORDER.index(end)
+    out = [start]
+    for s in MAINLINE:
+        k = _ORDER.index(s.release)
+        if k0 < k <= k1 and s.commit:
+            out.append(s.commit)
+    if end not in out:
+        out.append(end)
+    return out
