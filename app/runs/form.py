@@ -12,7 +12,7 @@ from app.core import dotted
 from app.core.web import fmt_num
 from app.platforms.service import COST_LABELS
 from engine.config import GovernorName, Mechanism, SimConfig
-from engine.governors import GOVERNOR_KERNEL
+from engine.governors import GOVERNOR_KERNEL, releases
 
 
 @dataclass
@@ -126,6 +126,12 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint=describe("hardware.c1e_promotion"),
                 ),
                 FormField(
+                    "hardware.c1_demotion",
+                    "C1 demotion (firmware keeps deep requests in core C1; estimate)",
+                    "bool",
+                    hint=describe("hardware.c1_demotion"),
+                ),
+                FormField(
                     "wakeups.busy_cpus",
                     "CPUs running a CPU-bound task",
                     "cpu-list",
@@ -139,6 +145,12 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
             [
                 FormField("governor.name", "cpuidle governor", "select", options=gov_opts),
                 FormField("governor.fixed_state", "State for the fixed governor", "select?", options=[]),
+                FormField(
+                    "governor.kernel",
+                    "Kernel release or commit the governor follows (blank: the newest modelled)",
+                    "select?",
+                    options=[("", "")] + [(k, k) for g in ("menu", "teo") for k in releases.known_names(g)],
+                ),
             ],
         ),
         FormSection(
@@ -155,6 +167,10 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     "wakeups.tick.hz", "HZ", "int", options=[(str(h), str(h)) for h in (100, 250, 300, 1000)]
                 ),
                 FormField("wakeups.tick.nohz", "NO_HZ_IDLE (governor may stop the tick)", "bool"),
+                FormField(
+                    "wakeups.tick.highres", "High-resolution timers (hrtimers do not keep the tick)", "bool"
+                ),
+                FormField("wakeups.tick.nohz_full", "nohz_full CPUs", "cpu-list", hint="Blank: none."),
                 FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
             ],
             folded=True,
@@ -241,6 +257,12 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
 
 TIMER_FIELDS = [
     FormField("wakeups.timers.#.period_us", "Period", "float", "us"),
+    FormField(
+        "wakeups.timers.#.kind",
+        "Kind",
+        "select",
+        options=[("hrtimer", "hrtimer"), ("timer_wheel", "timer wheel")],
+    ),
     FormField("wakeups.timers.#.cpus", "CPUs", "cpus", hint=_CPUS_HINT),
     FormField("wakeups.timers.#.handler_us", "hrtimer handler (estimate)", "float", "us"),
     FormField("wakeups.timers.#.work_us", "Thread work per expiry", "float", "us"),

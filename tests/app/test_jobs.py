@@ -25,6 +25,8 @@ from tests.app.factories import POLL_TIMEOUT_S, small_config, submit, wait_finis
 
 # About 4 million events: long enough to be caught mid-run, short enough for CI.
 LONG_CONFIG: dict[str, Any] = {"duration_ms": 60000, "title": "long"}
+# HZ 250 keeps the minute-long runs under the expected-events limit (the default HZ is 1000).
+TICK_250 = {"tick": {"hz": 250}}
 
 
 def _snapshot(db_url: str) -> dict[str, dict[str, Any]]:
@@ -63,7 +65,7 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, d
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
         done = client.post("/api/runs?wait=true", json={"config": small_config(), "title": "before"}).json()
         assert done["status"] == "done"
-        long = submit(client, {"duration_ms": LONG_CONFIG["duration_ms"]}, title="long")
+        long = submit(client, {"duration_ms": LONG_CONFIG["duration_ms"], "wakeups": TICK_250}, title="long")
         wait_finished(client, long["id"], statuses=("running",))
     server.kill()  # a crash mid-run: no shutdown hook runs
 
@@ -122,7 +124,7 @@ def test_progress_is_recorded_while_running(server_factory: Any) -> None:
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
         # ~1 s of work for the engine: long enough to be seen running, many times over.
         topology = {"sockets": 2, "cores_per_socket": 48, "threads_per_core": 1}
-        config = {"duration_ms": 60000, "topology": topology}
+        config = {"duration_ms": 60000, "topology": topology, "wakeups": TICK_250}
         run = submit(client, config, title="progress")
         seen: set[float] = set()
         deadline = time.monotonic() + POLL_TIMEOUT_S

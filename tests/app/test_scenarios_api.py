@@ -28,6 +28,9 @@ NAMES = {
     "mainline-tif-polling",
     "pc6-disabled-skx",
     "smt-sibling",
+    "menu-779b1a1cb13a-skx",
+    "menu-db86f55bf81a-spr",
+    "menu-80606f4eb8d7",
 }
 ROW_FIELDS = {"source", "metric", "unit", "published", "simulated", "tolerance", "ok", "kind"}
 

@@ -125,6 +125,7 @@ def test_new_run_form_progress_then_charts_and_share_link(new_tab: Any, api: htt
                 # seconds of the single worker's time even with today's faster engine.
                 "duration_ms": 50_000,
                 "seed": seed,
+                "wakeups": {"tick": {"hz": 250}},
                 "topology": {"sockets": 2, "cores_per_socket": 64, "threads_per_core": 1},
             },
             "title": "blocker",

