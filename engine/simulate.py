@@ -183,19 +183,30 @@ class _Prepared:
         # Periodic timers: a random phase per timer and CPU; INF where the timer is not armed.
         n_timers = len(w.timers)
         self.tm_next = np.full((n_timers, n), INF, dtype=np.int64)
-        self.tm_period = np.array([int(round(t.period_us * 1000)) for t in w.timers], dtype=np.int64)
-        self.tm_handler = np.array([int(round(t.handler_us * 1000)) for t in w.timers], dtype=np.int64)
-        self.tm_work = np.array([int(round(t.work_us * 1000)) for t in w.timers], dtype=np.int64)
+        periods = [int(round(t.period_us * 1000)) for t in w.timers]
+        handlers = [int(round(t.handler_us * 1000)) for t in w.timers]
+        works = [int(round(t.work_us * 1000)) for t in w.timers]
+        self.tm_period = np.array(periods, dtype=np.int64)
+        self.tm_handler = np.array(handlers, dtype=np.int64)
+        self.tm_work = np.array(works, dtype=np.int64)
         seeds = stream_seeds(config.seed, n)
         phases = first_uniforms(seeds[:, SRC_TIMERS], n_timers)
         for k, timer in enumerate(w.timers):
             cpus = _cpu_set(timer.cpus, n)
             first = (phases[cpus, k] * self.tm_period[k]).astype(np.int64)
             self.tm_next[k, cpus] = np.where(first == 0, self.tm_period[k], first)
+        # Timers with period 0 take their expiries from tm_seq_t (none yet).
+        self.tm_seq_t = np.empty(0, dtype=np.int64)
+        self.tm_seq_ptr = np.zeros_like(self.tm_next)
+        self.tm_seq_end = np.zeros_like(self.tm_next)
+        # Expiries of each timer row over the run, on all its CPUs (buffer sizes below).
+        expiries = [(t_end // p + 1) * n for p in periods[:n_timers]]
+        self.tm_expiries = np.array(expiries, dtype=np.int64)
 
         self.irq_t, _, self.irq_off = arrival_streams(
             seeds[:, SRC_IRQ], _rates(w.interrupts.rate_hz, w.interrupts.cpus, n), t_end
         )
+        self.irq_work = np.full(len(self.irq_t), -1, dtype=np.int64)
         calls, sched = w.ipis, w.sched_wakeups
         self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
             seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
@@ -246,7 +257,7 @@ class _Prepared:
         self.rng = seeds[:, SRC_KERNEL].copy()
         self.st = np.zeros((K.N_ST, n, S), dtype=np.int64)
         self.ssum = np.zeros((K.S_EXIT_N + 1, S), dtype=np.int64)
-        timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
+        timer_expiries = int(self.tm_expiries.sum())
         ticks = n * (t_end // tick_ns + 2)
         arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + ticks
         caps = [arrivals, arrivals, timer_expiries + n, len(self.irq_t), len(self.snd_t), len(self.ssnd_t)]
@@ -270,7 +281,9 @@ class _Prepared:
         )
         self.arr = K.Arrivals(
             tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
-            irq_t=self.irq_t, irq_off=self.irq_off, snd_t=self.snd_t, snd_dst=self.snd_dst,
+            tm_seq_t=self.tm_seq_t, tm_seq_ptr=self.tm_seq_ptr, tm_seq_end=self.tm_seq_end,
+            irq_t=self.irq_t, irq_work=self.irq_work, irq_off=self.irq_off,
+            snd_t=self.snd_t, snd_dst=self.snd_dst,
             snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
             inc_t=self.inc_t, inc_off=self.inc_off,
         )
@@ -296,8 +309,13 @@ class _Prepared:
         cpus, end = int(self.ip[K.I_TL_CPUS]), int(min(self.ip[K.I_TL_END], self.t_end))
         rows = cpus * (
             2 + end // int(self.ip[K.I_TICK_NS]) + end // int(self.ip[K.I_POLL_LIMIT])
-            + sum(end // int(p) + 1 for p in self.tm_period)
+            + sum(end // int(p) + 1 for p in self.tm_period if p > 0)
         )
+        for k in np.flatnonzero(self.tm_period == 0):  # drawn expiries: count those before the end
+            rows += int(np.count_nonzero(self.tm_next[k, :cpus] < end))
+            for c in range(cpus):
+                later = self.tm_seq_t[self.tm_seq_ptr[k, c] : self.tm_seq_end[k, c]]
+                rows += int(np.searchsorted(later, end))
         for c in range(cpus):
             rows += int(np.searchsorted(self.irq_t[self.irq_off[c] : self.irq_off[c + 1]], end))
         for times, dst in ((self.snd_t, self.snd_dst), (self.ssnd_t, self.ssnd_dst)):
