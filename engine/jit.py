@@ -24,7 +24,7 @@ from numba import njit
 F = TypeVar("F", bound=Callable[..., Any])
 numba_config: Any = _numba_config  # its settings are set at run time, from the environment
 
-COMPILED_MODULES = ("jit.py", "streams.py", "governors.py", "kernel.py", "summary.py")
+COMPILED_MODULES = ("jit.py", "streams.py", "governors.py", "kernel.py", "summary.py", "load.py")
 
 
 def _cache_dir() -> str:

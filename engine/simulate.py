@@ -17,6 +17,7 @@ from engine import kernel as K
 from engine.config import SimConfig
 from engine.governors import GOVERNOR_IDS, GOVERNOR_KERNEL, INF, init_governor_state
 from engine.hardware import hardware_arrays, hardware_result
+from engine.load import LoadArrivals, draw_load, merge_wakeups
 from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
@@ -181,11 +182,13 @@ class _Prepared:
         self.ip = ip
 
         # Periodic timers: a random phase per timer and CPU; INF where the timer is not armed.
+        # The load's timers follow (engine.load), with period 0 and their expiries drawn.
+        load = draw_load(config, n, t_end)
         n_timers = len(w.timers)
-        self.tm_next = np.full((n_timers, n), INF, dtype=np.int64)
-        periods = [int(round(t.period_us * 1000)) for t in w.timers]
-        handlers = [int(round(t.handler_us * 1000)) for t in w.timers]
-        works = [int(round(t.work_us * 1000)) for t in w.timers]
+        self.tm_next = np.full((n_timers + len(load.timers), n), INF, dtype=np.int64)
+        periods = [int(round(t.period_us * 1000)) for t in w.timers] + [0] * len(load.timers)
+        handlers = [int(round(t.handler_us * 1000)) for t in w.timers] + [r.handler_ns for r in load.timers]
+        works = [int(round(t.work_us * 1000)) for t in w.timers] + [r.work_ns for r in load.timers]
         self.tm_period = np.array(periods, dtype=np.int64)
         self.tm_handler = np.array(handlers, dtype=np.int64)
         self.tm_work = np.array(works, dtype=np.int64)
@@ -195,18 +198,18 @@ class _Prepared:
             cpus = _cpu_set(timer.cpus, n)
             first = (phases[cpus, k] * self.tm_period[k]).astype(np.int64)
             self.tm_next[k, cpus] = np.where(first == 0, self.tm_period[k], first)
-        # Timers with period 0 take their expiries from tm_seq_t (none yet).
-        self.tm_seq_t = np.empty(0, dtype=np.int64)
-        self.tm_seq_ptr = np.zeros_like(self.tm_next)
-        self.tm_seq_end = np.zeros_like(self.tm_next)
+        self.tm_seq_t, self.tm_seq_ptr, self.tm_seq_end = _timer_sequences(self.tm_next, n_timers, load)
         # Expiries of each timer row over the run, on all its CPUs (buffer sizes below).
         expiries = [(t_end // p + 1) * n for p in periods[:n_timers]]
+        expiries += [len(r.times) + n for r in load.timers]
         self.tm_expiries = np.array(expiries, dtype=np.int64)
 
         self.irq_t, _, self.irq_off = arrival_streams(
             seeds[:, SRC_IRQ], _rates(w.interrupts.rate_hz, w.interrupts.cpus, n), t_end
         )
         self.irq_work = np.full(len(self.irq_t), -1, dtype=np.int64)
+        if len(load.wake_t):
+            self.irq_t, self.irq_work, self.irq_off = merge_wakeups(self.irq_t, self.irq_off, load)
         calls, sched = w.ipis, w.sched_wakeups
         self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
             seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
@@ -437,6 +440,29 @@ class _Prepared:
                     segments.append([t, end, -1])
             out.append(Timeline(cpu=c, segments=segments))
         return out
+
+
+def _timer_sequences(
+    tm_next: np.ndarray, first_row: int, load: LoadArrivals
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The load's timer rows (from `first_row` of tm_next): each CPU's first expiry into tm_next,
+    the rest back to back, with where each (row, CPU)'s next one and its end are."""
+    rows, n = tm_next.shape
+    ptr = np.zeros((rows, n), dtype=np.int64)
+    end = np.zeros((rows, n), dtype=np.int64)
+    chunks = []
+    base = 0
+    for j, row in enumerate(load.timers):
+        k = first_row + j
+        counts = np.diff(row.off)
+        armed = counts > 0
+        tm_next[k, armed] = row.times[row.off[:-1][armed]]
+        ptr[k] = base + row.off[:-1] + 1
+        end[k] = base + row.off[1:]
+        chunks.append(row.times)
+        base += len(row.times)
+    seq = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
+    return seq, ptr, end
 
 
 def _irq_on(state: CState, config: SimConfig) -> bool:
