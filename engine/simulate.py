@@ -67,6 +67,16 @@ def simulate(config: SimConfig, *, progress: Callable[[float], None] | None = No
     return run.result()
 
 
+def idle_counters(config: SimConfig) -> np.ndarray:
+    """Run `config` and return only cpuidle's per-CPU counters: shape (4, cpus, states), rows
+    usage, time (ns), above, below, as `cpuidle_enter_state()` counts them (stays still open at
+    the end are not counted, as in sysfs). Skips building the result (a twin's fit needs
+    thousands of these)."""
+    run = _Prepared(config)
+    run.step(run.t_end)
+    return run.st[[K.ST_USAGE, K.ST_TIME, K.ST_ABOVE, K.ST_BELOW]].copy()
+
+
 def _cpu_set(spec: str | list[int], n: int) -> np.ndarray:
     if isinstance(spec, str):  # "all", the only string the config accepts
         return np.arange(n, dtype=np.int64)
