@@ -18,7 +18,6 @@ import numpy as np
 # from the hrtimer's period and the quiet rate, which are).
 WHEEL_PERIOD_US = 2_000_000.0
 TIMER_JITTER = 0.1
-FOLLOW_UP_SPREAD = 10.0  # delay_max / delay_min of a follow-up: ~50-500 us around the median
 RUN_TIME_SIGMA = 1.0
 IRQ_HANDLER_US = 2.0
 
@@ -33,6 +32,7 @@ class Param(NamedTuple):
 SHARED = (
     Param("follow_ups.probability", 0.0, 0.9, False),
     Param("follow_ups.median_delay_us", 1.5, 3.0, True),  # 30 us - 1 ms
+    Param("follow_ups.spread", 0.3, 2.0, True),  # delay_max / delay_min: 2 - 100
     Param("run_time.median_us", 0.0, 2.0, True),  # 1 - 100 us
     Param("hrtimer.period_us", 4.0, 6.0, True),  # 10 ms - 1 s
 )
@@ -67,7 +67,7 @@ class LoadMap:
         """`wakeups.load` for simulated CPUs whose classes are `classes` (one per CPU, in order)."""
         v = self.values(x)
         delay = v["follow_ups.median_delay_us"]
-        spread = FOLLOW_UP_SPREAD**0.5
+        spread = v["follow_ups.spread"] ** 0.5
         out = []
         cls = np.asarray(classes)
         for k in range(self.n_classes):
