@@ -46,7 +46,9 @@ def timed_fit(measured: MachineCounters, workers: int, budget: int, seed: int) -
     from distributed import Client, LocalCluster
 
     with (
-        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
         Client(cluster) as client,
     ):
         client.run(warm)
