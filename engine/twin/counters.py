@@ -181,8 +181,9 @@ class MachineCounters(_Model):
         )
 
     def core_keys(self) -> list[int]:
-        """Each CPU's core id, or where the dump has none, its place among its package's CPUs
-        modulo the package's core count (SMT siblings share it when numbered thread by thread)."""
+        """Each CPU's core id, or where the dump has none, its place among its package's CPUs by
+        number (SMT siblings numbered thread by thread are a core count apart: with an even core
+        count they share the parity the cross-validation splits on)."""
         if self.core is not None:
             return list(self.core)
         package = self.package or [0] * len(self.cpus)

@@ -44,6 +44,7 @@ DEFAULT_SAMPLE = 16
 EVAL_DURATION_MS = 20_000.0  # simulated per evaluation: ~3,000 idle entries on 8 CPUs at 19/s
 CHECK_DURATION_MS = 20_000.0
 TASK_SECONDS = 0.15  # a map task runs at least this much simulation (batched evaluations)
+MIN_TASKS_PER_GENERATION = 8
 
 # The goal (issue 21, section 4) and the objective's tolerances: each figure's error is divided
 # by its tolerance, so 1 is the edge of the goal.
@@ -390,13 +391,16 @@ def fit_twin(
     population = int(min(max(round(math.sqrt(budget) * 1.1), 20), 15 * n_params))
     popsize = max(1, math.ceil(population / n_params))
     per_generation = popsize * n_params
-    maxiter = max(budget // per_generation - 1, 0)
+    maxiter = max((budget - 1) // per_generation - 1, 0)  # the budget counts the timing evaluation too
 
-    # One evaluation, timed, sets the batch size (it does not change any result).
+    # One simulation, timed, sets the batch size (it changes no result): tasks of at least
+    # TASK_SECONDS, and at least MIN_TASKS_PER_GENERATION of them, so that the workers share
+    # each generation evenly (evaluations refused for their rate take no time at all).
     t0 = time.perf_counter()
-    evaluate(problem, [(lo + hi) / 2 for lo, hi in load_map.bounds])
+    simulated_counters(config_for(problem, [(lo + hi) / 2 for lo, hi in load_map.bounds]))
     per_eval = max(time.perf_counter() - t0, 1e-4)
-    batch = int(min(max(math.ceil(TASK_SECONDS / per_eval), 1), per_generation))
+    most = max(math.ceil(per_generation / MIN_TASKS_PER_GENERATION), 1)
+    batch = int(min(max(math.ceil(TASK_SECONDS / per_eval), 1), most))
     history: list[HistoryPoint] = []
 
     def on_generation(intermediate_result: Any) -> bool:
