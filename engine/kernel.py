@@ -254,11 +254,15 @@ class Arrivals(NamedTuple):
     """Everything that arrives from outside the model: timers and the pre-drawn streams."""
 
     tm_next: np.ndarray  # (timer, cpu): next expiry, INF where not armed
-    tm_period: np.ndarray
+    tm_period: np.ndarray  # 0: the timer's expiries are drawn in advance (tm_seq_t), not periodic
     tm_handler: np.ndarray
     tm_work: np.ndarray
     tm_keeps_tick: np.ndarray  # (timer,) 1: seen by tick_nohz_next_event() (timer wheel, or no high-res)
+    tm_seq_t: np.ndarray  # drawn expiries of every such timer and CPU, back to back
+    tm_seq_ptr: np.ndarray  # (timer, cpu): the expiry after tm_next in tm_seq_t
+    tm_seq_end: np.ndarray  # (timer, cpu): the end of its expiries
     irq_t: np.ndarray  # device interrupts of all CPUs back to back; CPU c's from irq_off[c]
+    irq_work: np.ndarray  # each one's work after the handler (ns); -1: drawn as P_IRQ_WORK says
     irq_off: np.ndarray
     snd_t: np.ndarray  # no-wait calls each CPU makes: request time, target, offsets
     snd_dst: np.ndarray
@@ -454,6 +458,27 @@ def _take_irq(cs: np.ndarray, c: int, arr: Arrivals) -> None:
     p = cs[c, C_IRQ_PTR] + 1
     cs[c, C_IRQ_PTR] = p
     cs[c, C_IRQ_NEXT] = arr.irq_t[p] if p < arr.irq_off[c + 1] else INF
+
+
+@compiled(inline=True)
+def _irq_work(cs: np.ndarray, c: int, arr: Arrivals, rng: np.ndarray, fp: np.ndarray, ip: np.ndarray) -> int:
+    """The work after CPU c's current device interrupt: its own when the load drew it."""
+    w = arr.irq_work[cs[c, C_IRQ_PTR]]
+    if w >= 0:
+        return int(w)
+    return _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+
+
+@compiled(inline=True)
+def _rearm_timer(arr: Arrivals, k: int, c: int, t: int) -> None:
+    """Timer k of CPU c expired at t: its next expiry, a period later or the next one drawn."""
+    period = arr.tm_period[k]
+    if period > 0:
+        arr.tm_next[k, c] += period * ((t - arr.tm_next[k, c]) // period + 1)
+        return
+    p = arr.tm_seq_ptr[k, c]
+    arr.tm_next[k, c] = arr.tm_seq_t[p] if p < arr.tm_seq_end[k, c] else INF
+    arr.tm_seq_ptr[k, c] = p + 1
 
 
 @compiled(inline=True)
@@ -949,7 +974,7 @@ def _wake_from_idle(
     reflect, and what runs after the idle loop exits (or, in POLL, a handler inside the stay)."""
     cs, g, seen, rng = cpus.cs, cpus.g, cpus.seen, cpus.rng
     irq_on, direct_saving = tab.irq_on, tab.direct_saving
-    tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
+    tm_handler, tm_work = arr.tm_handler, arr.tm_work
     st, ssum, ctr, fsum, tl = stats.st, stats.ssum, stats.ctr, stats.fsum, stats.tl
     tick_ns = ip[I_TICK_NS]
     t_end = ip[I_T_END]
@@ -987,7 +1012,7 @@ def _wake_from_idle(
         # inside the loop, its handler inside POLL's residency.
         handler = int(fp[P_TICK_HANDLER])
         if kind == EV_IRQ:
-            irq_work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+            irq_work = _irq_work(cs, c, arr, rng, fp, ip)
             handler = int(fp[P_IRQ_HANDLER])
         if irq_work <= 0:
             t_irq = max(t, mw, cs[c, C_FREE_AT]) + e_ns
@@ -1070,7 +1095,7 @@ def _wake_from_idle(
             _sample(stats, L_IRQ, t_irq - t)
             task_ns = irq_work  # drawn already when POLL had to know
             if task_ns < 0:
-                task_ns = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+                task_ns = _irq_work(cs, c, arr, rng, fp, ip)
             wakes_task = task_ns > 0
     else:
         # Woken through the monitored line: no interrupt; RFC targets wait for WOKENUP.
@@ -1092,7 +1117,7 @@ def _wake_from_idle(
         _sample(stats, L_WAKE, wake)
         ctr[K_WAKEUPS] += 1
     if kind == EV_TIMER:
-        tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
+        _rearm_timer(arr, arg, c, t)
     elif kind == EV_IRQ:
         _take_irq(cs, c, arr)
     elif kind == EV_TICK:
@@ -1168,7 +1193,7 @@ def _while_running(
     """CPU c is running at its event t: the end of its work (idle entry), an interrupt taken
     running, a wake-up signal, or a call or task wake-up it sends."""
     cs, queue, rng, ctr = cpus.cs, cpus.queue, cpus.rng, stats.ctr
-    tm_next, tm_period, tm_handler, tm_work = arr.tm_next, arr.tm_period, arr.tm_handler, arr.tm_work
+    tm_handler, tm_work = arr.tm_handler, arr.tm_work
     snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
     tick_ns = ip[I_TICK_NS]
     e_ns = int(fp[P_IRQ_ENTRY])
@@ -1183,13 +1208,13 @@ def _while_running(
         t_task = take + e_ns + tm_handler[arg] + sw_ns
         _sample(stats, L_TIMER, t_task - t)
         cs[c, C_BUSY_UNTIL] = busy + e_ns + tm_handler[arg] + sw_ns + tm_work[arg]
-        tm_next[arg, c] += tm_period[arg] * ((t - tm_next[arg, c]) // tm_period[arg] + 1)
+        _rearm_timer(arr, arg, c, t)
     elif kind == EV_TICK:
         cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
         cs[c, C_TICK_NEXT] = _tick_after(cs, c, t, tick_ns)
     elif kind == EV_IRQ:
         _sample(stats, L_IRQ, take + e_ns - t)
-        work = _exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)
+        work = _irq_work(cs, c, arr, rng, fp, ip)
         cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_IRQ_HANDLER]) + work
         _take_irq(cs, c, arr)
     elif kind == EV_SIGNAL:

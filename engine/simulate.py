@@ -17,6 +17,7 @@ from engine import kernel as K
 from engine.config import SimConfig
 from engine.governors import GOVERNOR_IDS, INF, init_governor_state, releases
 from engine.hardware import hardware_arrays, hardware_result
+from engine.load import LoadArrivals, draw_load, merge_wakeups
 from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
@@ -73,6 +74,16 @@ def simulate(config: SimConfig, *, progress: Callable[[float], None] | None = No
         if progress is not None:
             progress(i / chunks)
     return run.result()
+
+
+def idle_counters(config: SimConfig) -> np.ndarray:
+    """Run `config` and return only cpuidle's per-CPU counters: shape (4, cpus, states), rows
+    usage, time (ns), above, below, as `cpuidle_enter_state()` counts them (stays still open at
+    the end are not counted, as in sysfs). Skips building the result (a twin's fit needs
+    thousands of these)."""
+    run = _Prepared(config)
+    run.step(run.t_end)
+    return run.st[[K.ST_USAGE, K.ST_TIME, K.ST_ABOVE, K.ST_BELOW]].copy()
 
 
 def _cpu_set(spec: str | list[int], n: int) -> np.ndarray:
@@ -195,24 +206,37 @@ class _Prepared:
         self.ip = ip
 
         # Periodic timers: a random phase per timer and CPU; INF where the timer is not armed.
+        # The load's timers follow (engine.load), with period 0 and their expiries drawn.
+        load = draw_load(config, n, t_end)
         n_timers = len(w.timers)
-        self.tm_next = np.full((n_timers, n), INF, dtype=np.int64)
-        self.tm_period = np.array([int(round(t.period_us * 1000)) for t in w.timers], dtype=np.int64)
-        self.tm_handler = np.array([int(round(t.handler_us * 1000)) for t in w.timers], dtype=np.int64)
-        self.tm_work = np.array([int(round(t.work_us * 1000)) for t in w.timers], dtype=np.int64)
-        self.tm_keeps_tick = np.array(
-            [int(t.kind == "timer_wheel" or not w.tick.highres) for t in w.timers], dtype=np.int64
-        )
+        self.tm_next = np.full((n_timers + len(load.timers), n), INF, dtype=np.int64)
+        periods = [int(round(t.period_us * 1000)) for t in w.timers] + [0] * len(load.timers)
+        handlers = [int(round(t.handler_us * 1000)) for t in w.timers] + [r.handler_ns for r in load.timers]
+        works = [int(round(t.work_us * 1000)) for t in w.timers] + [r.work_ns for r in load.timers]
+        self.tm_period = np.array(periods, dtype=np.int64)
+        self.tm_handler = np.array(handlers, dtype=np.int64)
+        self.tm_work = np.array(works, dtype=np.int64)
+        # With high-resolution timers on, only timer-wheel timers keep the tick.
+        wheel = [t.kind == "timer_wheel" for t in w.timers] + [r.timer_wheel for r in load.timers]
+        self.tm_keeps_tick = np.array([int(k or not w.tick.highres) for k in wheel], dtype=np.int64)
         seeds = stream_seeds(config.seed, n)
         phases = first_uniforms(seeds[:, SRC_TIMERS], n_timers)
         for k, timer in enumerate(w.timers):
             cpus = _cpu_set(timer.cpus, n)
             first = (phases[cpus, k] * self.tm_period[k]).astype(np.int64)
             self.tm_next[k, cpus] = np.where(first == 0, self.tm_period[k], first)
+        self.tm_seq_t, self.tm_seq_ptr, self.tm_seq_end = _timer_sequences(self.tm_next, n_timers, load)
+        # Expiries of each timer row over the run, on all its CPUs (buffer sizes below).
+        expiries = [(t_end // p + 1) * n for p in periods[:n_timers]]
+        expiries += [len(r.times) + n for r in load.timers]
+        self.tm_expiries = np.array(expiries, dtype=np.int64)
 
         self.irq_t, _, self.irq_off = arrival_streams(
             seeds[:, SRC_IRQ], _rates(w.interrupts.rate_hz, w.interrupts.cpus, n), t_end
         )
+        self.irq_work = np.full(len(self.irq_t), -1, dtype=np.int64)
+        if len(load.wake_t):
+            self.irq_t, self.irq_work, self.irq_off = merge_wakeups(self.irq_t, self.irq_off, load)
         calls, sched = w.ipis, w.sched_wakeups
         self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
             seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
@@ -267,7 +291,7 @@ class _Prepared:
         self.rng = seeds[:, SRC_KERNEL].copy()
         self.st = np.zeros((K.N_ST, n, S), dtype=np.int64)
         self.ssum = np.zeros((K.S_EXIT_N + 1, S), dtype=np.int64)
-        timer_expiries = int(sum(t_end // p + 1 for p in self.tm_period) * n)
+        timer_expiries = int(self.tm_expiries.sum())
         ticks = n * (t_end // tick_ns + 2)
         arrivals = len(self.irq_t) + len(self.snd_t) + len(self.ssnd_t) + timer_expiries + ticks
         caps = [arrivals, arrivals, timer_expiries + n, len(self.irq_t), len(self.snd_t), len(self.ssnd_t)]
@@ -292,7 +316,9 @@ class _Prepared:
         self.arr = K.Arrivals(
             tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
             tm_keeps_tick=self.tm_keeps_tick,
-            irq_t=self.irq_t, irq_off=self.irq_off, snd_t=self.snd_t, snd_dst=self.snd_dst,
+            tm_seq_t=self.tm_seq_t, tm_seq_ptr=self.tm_seq_ptr, tm_seq_end=self.tm_seq_end,
+            irq_t=self.irq_t, irq_work=self.irq_work, irq_off=self.irq_off,
+            snd_t=self.snd_t, snd_dst=self.snd_dst,
             snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
             inc_t=self.inc_t, inc_off=self.inc_off,
         )
@@ -320,8 +346,13 @@ class _Prepared:
         cpus, end = int(self.ip[K.I_TL_CPUS]), int(min(self.ip[K.I_TL_END], self.t_end))
         rows = cpus * (
             2 + end // int(self.ip[K.I_TICK_NS]) + end // int(self.ip[K.I_POLL_LIMIT])
-            + sum(end // int(p) + 1 for p in self.tm_period)
+            + sum(end // int(p) + 1 for p in self.tm_period if p > 0)
         )
+        for k in np.flatnonzero(self.tm_period == 0):  # drawn expiries: count those before the end
+            rows += int(np.count_nonzero(self.tm_next[k, :cpus] < end))
+            for c in range(cpus):
+                later = self.tm_seq_t[self.tm_seq_ptr[k, c] : self.tm_seq_end[k, c]]
+                rows += int(np.searchsorted(later, end))
         for c in range(cpus):
             rows += int(np.searchsorted(self.irq_t[self.irq_off[c] : self.irq_off[c + 1]], end))
         for times, dst in ((self.snd_t, self.snd_dst), (self.ssnd_t, self.ssnd_dst)):
@@ -449,6 +480,29 @@ class _Prepared:
                     segments.append([t, end, -1])
             out.append(Timeline(cpu=c, segments=segments))
         return out
+
+
+def _timer_sequences(
+    tm_next: np.ndarray, first_row: int, load: LoadArrivals
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The load's timer rows (from `first_row` of tm_next): each CPU's first expiry into tm_next,
+    the rest back to back, with where each (row, CPU)'s next one and its end are."""
+    rows, n = tm_next.shape
+    ptr = np.zeros((rows, n), dtype=np.int64)
+    end = np.zeros((rows, n), dtype=np.int64)
+    chunks = []
+    base = 0
+    for j, row in enumerate(load.timers):
+        k = first_row + j
+        counts = np.diff(row.off)
+        armed = counts > 0
+        tm_next[k, armed] = row.times[row.off[:-1][armed]]
+        ptr[k] = base + row.off[:-1] + 1
+        end[k] = base + row.off[1:]
+        chunks.append(row.times)
+        base += len(row.times)
+    seq = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
+    return seq, ptr, end
 
 
 def _irq_on(state: CState, config: SimConfig) -> bool:

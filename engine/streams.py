@@ -19,18 +19,20 @@ SRC_IRQ, SRC_CALLS, SRC_SCHED, SRC_TIMERS, SRC_KERNEL = 0, 1, 2, 3, 4
 N_SOURCES = 5
 
 
-def stream_seeds(seed: int, n_cpus: int) -> np.ndarray:
-    """The generators' starting states, shape (n_cpus, N_SOURCES); never zero (xorshift's fixed point).
+def stream_seeds(seed: int, n_cpus: int, n_sources: int = N_SOURCES) -> np.ndarray:
+    """The generators' starting states, shape (n_cpus, n_sources); never zero (xorshift's fixed point).
 
-    Row c is `SeedSequence(seed).spawn(n_cpus)[c].generate_state(N_SOURCES, np.uint64) | 1`,
-    computed in compiled code (numpy's SeedSequence objects took ~0.7 ms for 56 CPUs).
+    Row c is `SeedSequence(seed).spawn(n_cpus)[c].generate_state(n_sources, np.uint64) | 1`,
+    computed in compiled code (numpy's SeedSequence objects took ~0.7 ms for 56 CPUs). A state's
+    words come out one after the other, so asking for more sources leaves the first ones as
+    they were (engine.load takes its streams after the N_SOURCES of the kernel's sources).
     """
     words = [0] * _POOL_SIZE  # the seed as 32-bit words, low first, padded to the pool size
     for i in range(_POOL_SIZE):
         words[i] = (seed >> (32 * i)) & _MASK32
     if seed >> (32 * _POOL_SIZE):
         raise ValueError("seed must be below 2**128")
-    out = np.empty((n_cpus, N_SOURCES), dtype=np.uint64)
+    out = np.empty((n_cpus, n_sources), dtype=np.uint64)
     _spawned_states(np.array(words + [0], dtype=np.int64), np.zeros(_POOL_SIZE, dtype=np.int64), out)
     return out | np.uint64(1)
 

@@ -203,7 +203,14 @@ def test_form_offers_every_config_field(api: httpx.Client) -> None:
     # Built by static/js/run_new.js from the platform's table (one input per state):
     per_state = {"states.disabled", "states.irq_enable", "power.state_watts"}
     resolved_by_service = {"platform_table"}
-    wanted = {p for p in _leaf_paths(SimConfig) - per_state if p.split(".")[0] not in resolved_by_service}
+    # The idle load of a machine's twin (wakeups.load: CPU classes of timers, bursts, follow-ups),
+    # written by a fit; the form does not offer it by hand yet.
+    written_by_fit = "wakeups.load."
+    wanted = {
+        p
+        for p in _leaf_paths(SimConfig) - per_state
+        if p.split(".")[0] not in resolved_by_service and not p.startswith(written_by_fit)
+    }
     assert "wakeups.timers.#.period_us" in wanted
     # A dict-valued field is offered one key per input (power.uncore_watts.PC6).
     offered = page.paths | {p.rsplit(".", 1)[0] for p in page.paths}

@@ -1,0 +1,103 @@
+"""Twin fit benchmark: fit the 104-CPU Skylake-X development dump (`sklep0`) and time it.
+
+The fit runs as the app runs it: its evaluations batched onto a Dask LocalCluster of worker
+processes (one thread each), cross-validation and the final whole-machine check included. Prints
+`name: value` lines:
+
+- `fit_s`: the fit on two workers (goal: under 120 s on a 2-core machine), `evaluations`,
+  `distance` (the final check's), `misses` (figures outside the goal), `goal_met`.
+- `fit_scaling_2_vs_1`: the same seed and budget on one worker against two (wall time ratio; the
+  worst of `--repeats`, default 3; goal >= 1.6).
+- `loadavg_1m`: the machine's load average when the fits ended (a shared machine slows them).
+- `engine_wakeups_per_s`: the engine's simulated wake-ups per wall second on the fitted config
+  (the whole machine, the fit's check duration), in this process, best of three.
+
+Every worker loads the compiled engine before the clock starts.
+
+    python bench/fit.py [--budget 3000] [--seed 1] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the repository, not bench/, first
+
+from app.platforms.sysfs import parse_dump  # noqa: E402
+from engine import SimConfig, simulate  # noqa: E402
+from engine.twin import FitResult, MachineCounters, fit_twin  # noqa: E402
+
+DUMP = Path(__file__).resolve().parent.parent / "tests" / "data" / "machines" / "sklep0-sysfs.txt.gz"
+WARM_LOAD = {"wakeups": {"load": [{"timers": [{"kind": "timer_wheel"}], "bursts": {}, "follow_ups": {}}]}}
+
+
+def warm() -> None:
+    """Load (or compile) the event loop and the load's draws in this process."""
+    simulate(SimConfig.model_validate({**WARM_LOAD, "duration_ms": 50.0}))
+
+
+def timed_fit(measured: MachineCounters, workers: int, budget: int, seed: int) -> tuple[float, FitResult]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        client.run(warm)
+
+        def dask_map(fn: Any, items: Any) -> Any:
+            return client.map(fn, list(items), pure=False)
+
+        t0 = time.perf_counter()
+        fit = fit_twin(measured, platform="skx", seed=seed, budget=budget, map=dask_map)
+        return time.perf_counter() - t0, fit
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    measured = MachineCounters.from_dump(parse_dump(gzip.open(DUMP).read()))
+    warm()
+    ratios = []
+    first: tuple[float, FitResult] | None = None
+    for _ in range(args.repeats):
+        two_s, fit_two = timed_fit(measured, 2, args.budget, args.seed)
+        one_s, fit_one = timed_fit(measured, 1, args.budget, args.seed)
+        if fit_one.config != fit_two.config or fit_one.distance != fit_two.distance:
+            raise SystemExit("the fit differs between one worker and two: not deterministic")
+        ratios.append(one_s / two_s)
+        first = first or (two_s, fit_two)
+    assert first is not None
+    fit_s, fit = first
+    load_1m = os.getloadavg()[0]
+    config = SimConfig.model_validate(fit.config)
+    best = float("inf")
+    wakeups = 0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        wakeups = simulate(config).wakeups
+        best = min(best, time.perf_counter() - t0)
+    print(f"fit_s: {fit_s:.1f}")
+    print(f"evaluations: {fit.evaluations}")
+    print(f"distance: {fit.distance.total:.3f}")
+    print(f"misses: {len(fit.misses)}")
+    print(f"goal_met: {fit.goal_met}")
+    print(f"cross_validation_test_distance: {fit.cross_validation.distance_test:.3f}")
+    print(f"fit_scaling_2_vs_1: {min(ratios):.2f}")
+    print(f"loadavg_1m: {load_1m:.2f}")
+    print(f"engine_wakeups_per_s: {wakeups / best:.0f}")
+
+
+if __name__ == "__main__":
+    main()

