@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import errors
 from app.core.errors import NotFound, UnsupportedMediaType
+from app.core.inputs import check_inputs, refuse_nul
 from app.core.settings import REPO_ROOT
 from engine.governors import GOVERNOR_KERNEL
 from engine.result import SENDER_PARTS
@@ -223,6 +224,7 @@ async def read_upload(request: Request, limit: int, *, filename: str | None = No
                 fields[key] = value
             elif value.filename:  # an empty file input sends a nameless empty part
                 files[value.filename] = await value.read()
+    refuse_nul(fields, "body")
     return Upload(files=files, fields=fields)
 
 
@@ -452,7 +454,7 @@ def install(
     assets()
     routers = list(routers)
     for r in (router, *routers):
-        app.include_router(r)
+        app.include_router(r, dependencies=[Depends(check_inputs)])
     use_routes(routers)
     app.add_middleware(
         Edge,
