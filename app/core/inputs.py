@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from fastapi import Request
 
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import InvalidInput, NotFound, echo
 
 # `new_id()`'s alphabet (URL-safe base64), up to the id columns' width.
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,24}")
@@ -21,15 +21,9 @@ ID_RE = re.compile(r"[A-Za-z0-9_-]{1,24}")
 PLATFORM_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MAX_OFFSET = 2**31 - 1
 MAX_PAGE = 10**6
-MAX_ECHO = 64
 
 # Path parameters that name a stored object, and what a 404 calls them.
 ID_PARAMS = {"run_id": "run", "sweep_id": "sweep", "measurement_id": "measurement"}
-
-
-def echo(value: str, limit: int = MAX_ECHO) -> str:
-    """`value` as an error may repeat it: at most `limit` characters, then how many were cut."""
-    return value if len(value) <= limit else f"{value[:limit]}...({len(value) - limit} more)"
 
 
 def is_id(value: str) -> bool:
