@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from app.core.errors import InvalidInput, NotFound
+from app.core.inputs import check_id
 from app.core.models import MEASUREMENT_KINDS
 from app.measurements import store as measurement_store
 from app.measurements.charts import (
@@ -108,6 +109,7 @@ def parse_ids(ids: str | Sequence[str]) -> list[str]:
     for part in parts:
         for rid in part.replace(" ", ",").split(","):
             if rid and rid not in out:
+                check_id(rid, "run")
                 out.append(rid)
     if not 2 <= len(out) <= MAX_COMPARE:
         raise InvalidInput.one(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -14,6 +15,33 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.config import field_error
+
+# What an error repeats of its input: the start of it, never a 7 MB line back.
+MAX_ECHO = 64
+# A quoted value (`'...'` or `"..."`, as `repr` writes it) too long to repeat whole.
+_LONG_QUOTED = re.compile(rf"'([^'\n]{{{MAX_ECHO + 1},}})'|\"([^\"\n]{{{MAX_ECHO + 1},}})\"")
+
+
+def echo(value: str, limit: int = MAX_ECHO) -> str:
+    """`value` as an error may repeat it: at most `limit` characters, then how many were cut."""
+    return value if len(value) <= limit else f"{value[:limit]}...({len(value) - limit} more)"
+
+
+def short_echoes(detail: Any) -> Any:
+    """`detail` with every quoted value and every `loc` item cut by `echo`: applied to every
+    error answered, so no message repeats more than a short prefix of what it was sent."""
+    if isinstance(detail, str):
+        return _LONG_QUOTED.sub(lambda m: repr(echo(m.group(1) or m.group(2))), detail)
+    if isinstance(detail, list):
+        return [short_echoes(item) for item in detail]
+    if isinstance(detail, dict):
+        return {
+            key: [echo(x) if isinstance(x, str) else x for x in value]
+            if key == "loc"
+            else short_echoes(value)
+            for key, value in detail.items()
+        }
+    return detail
 
 
 class AppError(Exception):
@@ -83,7 +111,7 @@ def normalize_error(err: dict[str, Any]) -> dict[str, Any]:
 
 def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        orjson.dumps({"detail": detail}),
+        orjson.dumps({"detail": short_echoes(detail)}),
         status_code=status_code,
         media_type="application/json",
         headers=headers,
@@ -111,7 +139,7 @@ def install(app: Any, page: ErrorPage) -> None:
     ) -> Response:
         if not _wants_html(request):
             return error_response(status_code, detail, headers)
-        response = page(request, status_code, detail)
+        response = page(request, status_code, short_echoes(detail))
         response.headers.update(headers or {})
         return response
 

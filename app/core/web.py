@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import errors
 from app.core.errors import NotFound, UnsupportedMediaType
+from app.core.inputs import check_inputs, refuse_nul
 from app.core.settings import REPO_ROOT
 from engine.governors import GOVERNOR_KERNEL
 from engine.result import SENDER_PARTS
@@ -223,6 +224,7 @@ async def read_upload(request: Request, limit: int, *, filename: str | None = No
                 fields[key] = value
             elif value.filename:  # an empty file input sends a nameless empty part
                 files[value.filename] = await value.read()
+    refuse_nul(fields, "body")
     return Upload(files=files, fields=fields)
 
 
@@ -323,13 +325,32 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+# Headers read once for a decision: sent twice, which one counts is a guess the sender makes.
+SINGLE_HEADERS = (b"host", b"origin", b"sec-fetch-site")
+
+
+def malformed_request(scope: Scope) -> str | None:
+    """Why a request is refused as malformed (400), or None: a header the checks read sent twice,
+    or an absolute-form target (`GET http://other/ HTTP/1.1`) naming another host than `Host`."""
+    names = [key for key, _ in scope["headers"] if key in SINGLE_HEADERS]
+    for name in SINGLE_HEADERS:
+        if names.count(name) > 1:
+            return f"{name.decode()} header sent more than once"
+    raw = scope.get("raw_path") or scope["path"].encode()
+    if not raw.startswith(b"/") and raw != b"*":
+        target = urlsplit(raw.decode("latin-1"))
+        if target.netloc.lower() != (_header(scope, b"host") or "").lower():
+            return "request target names another host than the Host header"
+    return None
+
+
 def cross_site_refusal(scope: Scope, loopback_only: bool) -> str | None:
     """Why a request must be refused before the app sees it, or None.
 
     - When bound to loopback, only loopback Host names (a DNS-rebinding page reaches 127.0.0.1
       under its own name).
-    - One rule for every unsafe method: `Sec-Fetch-Site: cross-site`, or an `Origin` (`null`
-      included) other than the request's own, is another site's page posting here.
+    - One rule for every unsafe method: `Sec-Fetch-Site: cross-site` (in any case), or an
+      `Origin` (`null` included) other than the request's own, is another site's page posting here.
     """
     host = _header(scope, b"host") or ""
     name = host[: host.rindex(":")] if host.rfind(":") > host.rfind("]") else host  # no port
@@ -337,11 +358,11 @@ def cross_site_refusal(scope: Scope, loopback_only: bool) -> str | None:
         return f"host {host!r} not served: the server is bound to loopback"
     if scope["method"] not in UNSAFE_METHODS:
         return None
-    if _header(scope, b"sec-fetch-site") == "cross-site":
+    if (_header(scope, b"sec-fetch-site") or "").strip().lower() == "cross-site":
         return "cross-site request refused"
     origin = _header(scope, b"origin")
     # By host and port only: behind a TLS proxy the request's own scheme reads http.
-    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+    if origin is not None and urlsplit(origin.strip()).netloc.lower() != host.lower():
         return f"cross-origin request refused (Origin {origin!r})"
     return None
 
@@ -388,6 +409,10 @@ class Edge:
                 message["headers"] = [*message.get("headers", ()), *added]
             await send(message)
 
+        malformed = malformed_request(scope)
+        if malformed is not None:
+            await errors.error_response(400, malformed)(scope, receive, send_with_headers)
+            return
         refusal = cross_site_refusal(scope, self.loopback_only)
         if refusal is not None:
             await errors.error_response(403, refusal)(scope, receive, send_with_headers)
@@ -452,7 +477,7 @@ def install(
     assets()
     routers = list(routers)
     for r in (router, *routers):
-        app.include_router(r)
+        app.include_router(r, dependencies=[Depends(check_inputs)])
     use_routes(routers)
     app.add_middleware(
         Edge,

@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from app import charts
 from app.core.deps import DbDep, RunEventsDep, SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, NotFound
+from app.core.inputs import MAX_OFFSET
 from app.core.models import FINISHED
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
@@ -81,7 +82,7 @@ def list_runs(
     ] = "created_at",
     order: Annotated[str | None, Query(description="`asc` or `desc`.")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:
     """Listed runs (unlisted ones excluded), filtered, sorted and paginated: indexed reads of the
     summary columns only (never config or result), answered from a cache of list bytes while no

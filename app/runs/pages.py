@@ -91,7 +91,7 @@ def runs_page(
     sweep: str | None = Query(default=None, max_length=24),
     sort: str = Query(default="created_at", max_length=64),
     order: str = Query(default="desc", max_length=4),
-    page: int = Query(default=1, ge=1, le=10**9),
+    page: int = Query(default=1, ge=1, le=10**6),
 ) -> Response:
     filters = {
         k: v

@@ -9,6 +9,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from app.core.deps import SessionDep
 from app.core.errors import ERROR_RESPONSES
+from app.core.inputs import MAX_OFFSET
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
 from app.runs.lifecycle import SubmitterDep
@@ -33,7 +34,7 @@ def create_sweep(request: Request, body: SweepCreate, session: SessionDep, submi
 def list_sweeps(
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:
     """Listed sweeps, newest first, with their progress."""
     return json_response(service.list_view(session, limit=limit, offset=offset))

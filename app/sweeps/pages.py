@@ -19,7 +19,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/sweeps", name="sweeps_page")
 def sweeps_page(
-    request: Request, session: SessionDep, page: int = Query(default=1, ge=1, le=10**9)
+    request: Request, session: SessionDep, page: int = Query(default=1, ge=1, le=10**6)
 ) -> Response:
     listing = views.list_view(session, limit=50, offset=(page - 1) * 50)
     return web.page(request, "sweeps.html", {"listing": listing, "page": page})
