@@ -103,11 +103,7 @@ def load_json_file(path: str, what: str) -> dict[str, Any]:
     import orjson
 
     try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        data = orjson.loads(raw)
+        data = orjson.loads(_read_input(path))
     except orjson.JSONDecodeError as exc:
         raise CliError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(data, dict):

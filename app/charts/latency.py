@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -112,13 +113,7 @@ def latency_cdf_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) ->
         edges, _, counts = _hist_points(stats["histogram"])
         if counts:
             total = sum(counts)
-            acc = 0
-            cdf = []
-            for c in counts:
-                acc += c
-                cdf.append(_sig(acc / total * 100, 5))
-            xs = edges
-            ys = [0.0, *cdf]
+            ys = [0.0, *(_sig(acc / total * 100, 5) for acc in itertools.accumulate(counts))]
             summary = (
                 f"mean {stats['mean_ns'] / 1000:.3g} us · p50 {stats['p50_ns'] / 1000:.3g} · "
                 f"p99 {stats['p99_ns'] / 1000:.3g} · p99.9 {stats['p999_ns'] / 1000:.3g} · "
@@ -129,7 +124,7 @@ def latency_cdf_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) ->
                     src,
                     label,
                     i,
-                    xs,
+                    edges,
                     ys,
                     mode="lines",
                     hovertemplate=(
