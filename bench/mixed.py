@@ -29,6 +29,8 @@ from typing import Any
 
 import httpx
 
+from bench.api import HttpConnection
+
 SMALL_CONFIG: dict[str, Any] = {"duration_ms": 20, "topology": {"sockets": 1, "cores_per_socket": 4}}
 CONNECTIONS = 60
 REQUEST_TIMEOUT_S = 10.0
@@ -55,13 +57,9 @@ class Tally:
     by_status: dict[int, int] = field(default_factory=dict)
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection speaking just enough HTTP for GET and JSON POST."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
+class Connection(HttpConnection):
+    """bench/api.py's keep-alive connection, speaking just enough HTTP for GET and JSON POST and
+    connecting on first use."""
 
     async def send(self, req: Request) -> int:
         if self.writer is None:
@@ -86,15 +84,6 @@ class Connection:
         if close:
             await self.close()
         return status
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            try:
-                await self.writer.wait_closed()
-            except ConnectionError:
-                pass
-        self.reader = self.writer = None
 
 
 class Mix:
