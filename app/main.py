@@ -128,6 +128,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Simulate CPU idle states (intel_idle C-states, cpuidle governors, IPI wake-ups).",
         lifespan=lifespan,
         redirect_slashes=False,
+        # One schema per model: SimConfig's serializer (it leaves an empty load out) must not split
+        # it into SimConfig-Input and SimConfig-Output, which scripts reading the schema rely on.
+        separate_input_output_schemas=False,
     )
     app.state.settings = settings
     app.state.db_engine = db_engine
