@@ -351,12 +351,29 @@ def state_metrics(name: str) -> tuple[Metric, Metric, Metric]:
     )
 
 
+def state_ratio_metrics(name: str) -> tuple[Metric, Metric]:
+    """A C-state's `above` and `below` per entry, as cpuidle's counters give them (None: no entries)."""
+
+    def ratio(field: str) -> Callable[[Result], float | None]:
+        def read(r: Result) -> float | None:
+            usage, count = _state(name, "usage")(r), _state(name, field)(r)
+            return None if not usage or count is None else count / usage
+
+        return read
+
+    return (
+        Metric(f"above_ratio.{name}", f"{name} above / entries", "share", ratio("above"), group="usage"),
+        Metric(f"below_ratio.{name}", f"{name} below / entries", "share", ratio("below"), group="usage"),
+    )
+
+
 def get(key: str) -> Metric:
-    """A metric by key: a fixed one, or a state's (`residency.C6`, `usage.C6`, `turbostat.C6%`)."""
+    """A metric by key: a fixed one, or a state's (`residency.C6`, `usage.C6`, `turbostat.C6%`,
+    `above_ratio.C6`, `below_ratio.C6`)."""
     if key in METRICS:
         return METRICS[key]
     kind, _, name = key.partition(".")
-    for m in state_metrics(name.removesuffix("%")):
+    for m in (*state_metrics(name.removesuffix("%")), *state_ratio_metrics(name)):
         if m.key == key:
             return m
     raise KeyError(f"unknown metric {key!r}")

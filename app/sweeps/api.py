@@ -14,7 +14,7 @@ from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
 from app.runs.lifecycle import SubmitterDep
 from app.runs.service import ArtifactsDep
-from app.sweeps import service, store
+from app.sweeps import kernels, service, store
 from app.sweeps.service import SweepCreate
 
 router = APIRouter(prefix="/api", tags=["sweeps"])
@@ -44,6 +44,15 @@ def list_sweeps(
 def get_sweep(sweep_id: str, session: SessionDep) -> Response:
     """A sweep: base, axes, status, progress, and every point (values, run, status, metrics)."""
     return json_response(service.sweep_view(session, sweep_id))
+
+
+@router.get("/sweeps/{sweep_id}/kernels", responses=ERROR_RESPONSES)
+def get_sweep_kernels(sweep_id: str, session: SessionDep) -> Response:
+    """What changed between the kernels of a sweep with a `governor.kernel` axis: per combination
+    of the other axes, each figure per kernel with each step's change (pp for shares and ratios,
+    else %), and the step with the largest change (in the figure's practical threshold). 404 when
+    the sweep has no such axis."""
+    return json_response(kernels.kernel_steps(session, sweep_id))
 
 
 @router.get("/sweeps/{sweep_id}/points.csv", name="sweep_csv", responses=ERROR_RESPONSES)

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from app.core import web
 from app.core.deps import SessionDep
 from app.runs.lifecycle import SubmitterDep
-from app.sweeps import charts
+from app.sweeps import charts, kernels
 from app.sweeps import service as views
 
 router = APIRouter(include_in_schema=False)
@@ -91,3 +91,9 @@ def sweep_page(
             "charts": sweep_figures(view, metric, x_path) if done else {},
         },
     )
+
+
+@router.get("/sweeps/{sweep_id}/kernels", name="sweep_kernels_page")
+def sweep_kernels_page(request: Request, sweep_id: str, session: SessionDep) -> Response:
+    """What changed between the kernels of the sweep, step by step, the largest step marked."""
+    return web.page(request, "sweep_kernels.html", {"view": kernels.kernel_steps(session, sweep_id)})
