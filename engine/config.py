@@ -368,6 +368,9 @@ class CostsConfig(_Model):
     irq_direct_saving_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
     sched_switch_ns: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
     spec_ctrl_write_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
+    llc_hit_ns: Annotated[float | None, Field(ge=0, le=10_000)] = Field(
+        default=None, exclude_if=lambda v: v is None  # added later: configs without it keep their hash
+    )
 
 
 class PowerConfig(_Model):
@@ -601,7 +604,7 @@ class SimConfig(_Model):
                     f'entry is HLT); use "fixed", not {self.governor.name!r}'
                 )
         elif table.driver == "haltpoll" and unset and "haltpoll" in get_args(GovernorName):
-            self.governor.name = "haltpoll"  # type: ignore[assignment]
+            self.governor.name = "haltpoll"
 
     def resolve_platform(self) -> Platform:
         if self.platform_table is not None:
@@ -688,7 +691,7 @@ def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object
     for name in CostsConfig.model_fields:
         low, high = _bounds(CostsConfig, name)
         low = max(low, MIN_TSC_MHZ) if name == "tsc_mhz" else low
-        errors += _param_errors(getattr(table.costs, name).value, low, high, [*loc, "costs", name, "value"])
+        errors += _param_errors(table.costs.param(name).value, low, high, [*loc, "costs", name, "value"])
     watts = _bounds(PowerConfig, "busy_watts")
     errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
     for i, s in enumerate(table.states):

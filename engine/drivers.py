@@ -160,7 +160,7 @@ def driver_platform(
         return Param(value=p.value, kind="estimate", source=f"{_PLACEHOLDER} ({p.kind}: {p.source})")
 
     costs = based_on.costs.model_copy(
-        update={k: placeholder(getattr(based_on.costs, k)) for k in type(based_on.costs).model_fields}
+        update={k: placeholder(based_on.costs.param(k)) for k in type(based_on.costs).model_fields}
     )
     base_states = {s.name: s for s in based_on.states}
     relabelled = []

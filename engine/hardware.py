@@ -95,7 +95,16 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         pk_since=np.zeros((n_j, n_groups), dtype=np.int64),
         pk_time=np.zeros((n_j, n_groups), dtype=np.int64),
         pk_out_at=np.zeros((n_j, n_groups), dtype=np.int64),
+        flush_level=np.array([flush_level(table, level)], dtype=np.int64),
     )
+
+
+def flush_level(table: Platform, level: np.ndarray) -> int:
+    """The lowest core level whose state flushes the core's L1 and L2 to the LLC: core C3 and
+    deeper on Intel (past every level when the table has none)."""
+    cc3 = CORE_CSTATES.index("CC3")
+    deep = [int(lv) for s, lv in zip(table.states, level, strict=True) if s.core_level >= cc3]
+    return min(deep) if deep else int(level.max()) + 1
 
 
 def allowed_hardware_states(config: SimConfig, table: Platform) -> list[PackageState]:

@@ -66,8 +66,9 @@ from engine.streams import exponential, lognormal
     C_HW_LEVEL,  # the core C-state level this thread requests while idle (0: C0); see Hw
     C_HW_START,  # when its wait started (MWAIT reached), for the core and package accounting
     C_NOHZ_FULL,  # 1 on a `nohz_full` CPU (tick.nohz_full)
+    C_IN_LLC,  # 1 while this thread's core is in a core C-state that flushed L1 and L2 (see Hw)
     N_CPU_COLS,
-) = range(36)
+) = range(37)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
@@ -91,8 +92,9 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     P_IRQ_WORK,
     P_IPI_FUNC,
     P_SCHED_WORK,
+    P_LLC_HIT,  # a line served from the LLC, same socket (CostModel.llc_hit())
     N_FP,
-) = range(18)
+) = range(19)
 
 # Integer parameters: entries of `ip` (read-only in the loop).
 (
@@ -153,8 +155,9 @@ MECH_IPI, MECH_RFC, MECH_TIF = range(3)
     K_SELECTS_TICK_STOPPED,  # of which with the tick already stopped
     K_RESCHED_EXITS,  # idle-loop exits on NEED_RESCHED (do_idle() -> tick_nohz_idle_exit())
     K_RESCHED_EXITS_STOPPED,  # of which left the tick stopped (nohz_full CPUs)
+    K_LT_LLC,  # line transfers served from the LLC: the last writer's core had flushed its caches
     N_CTR,
-) = range(31)
+) = range(32)
 
 # The sender cost's parts (SENDER_PARTS in order), summed per (locality, target idle or busy).
 PART_SETUP, PART_CSD_WAIT, PART_LINES, PART_APIC, N_PARTS = range(5)
@@ -248,6 +251,7 @@ class Hw(NamedTuple):
     pk_since: np.ndarray
     pk_time: np.ndarray
     pk_out_at: np.ndarray  # (pkg state, group) when the package's last exit from it completes
+    flush_level: np.ndarray  # (1,) the lowest core level that flushes L1 and L2 (core C3 and deeper)
 
 
 class Arrivals(NamedTuple):
@@ -377,6 +381,8 @@ def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
     core = hw.core_of[c]
     hw.core_level[core] = level
     hw.core_since[core] = since
+    if level >= hw.flush_level[0]:
+        _mark_in_llc(cs, hw, c, 1)
     if level < hw.pk_min[0]:
         return
     for j in range(hw.pk_level.shape[0]):
@@ -389,6 +395,16 @@ def _hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
                 for o in range(hw.pk_lo[j, g], hw.pk_hi[j, g]):
                     latest = max(latest, hw.core_since[o])
                 hw.pk_since[j, g] = latest + hw.pk_entry[j]
+
+
+@compiled(inline=True)
+def _mark_in_llc(cs: np.ndarray, hw: Hw, c: int, value: int) -> None:
+    """Thread c's core flushed its caches (1) or is running again (0): for all its threads."""
+    cs[c, C_IN_LLC] = value
+    for k in range(hw.siblings.shape[1]):
+        sib = hw.siblings[c, k]
+        if sib >= 0:
+            cs[sib, C_IN_LLC] = value
 
 
 @compiled(inline=True)
@@ -406,6 +422,8 @@ def _hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int, t_out: int) -> None:
         return
     hw.core_level[core] = 0
     hw.core_time[core, level] += max(t - hw.core_since[core], 0)
+    if level >= hw.flush_level[0]:
+        _mark_in_llc(cs, hw, c, 0)
     if level < hw.pk_min[0]:
         return
     for j in range(hw.pk_level.shape[0]):
@@ -589,11 +607,20 @@ def schedule_all(
 
 @compiled(inline=True)
 def _transfer(cs: np.ndarray, ctr: np.ndarray, fp: np.ndarray, a: int, b: int, by_target: bool) -> float:
-    """One coherence round trip between CPUs a and b; returns its cost in TSC cycles."""
+    """One coherence round trip: CPU a takes a line CPU b last wrote; its cost in TSC cycles.
+
+    While b's core is in core C3 or deeper its L1 and L2 are flushed, so the line comes from the
+    LLC with no snoop of b's core: an LLC hit on the same socket, and across sockets the remote
+    transfer less the same saving. A line b's core flushed before waking again still counts as a
+    core-to-core transfer (lines are not tracked between their writes): an upper bound there."""
     loc = 0 if cs[a, C_SOCKET] == cs[b, C_SOCKET] else 1
     ctr[K_LT_SAME + loc] += 1
     ctr[K_LT_TARGET if by_target else K_LT_SENDER] += 1
-    return (fp[P_LINE_SAME] if loc == 0 else fp[P_LINE_OTHER]) * fp[P_TSC_GHZ]
+    ns = fp[P_LINE_SAME] if loc == 0 else fp[P_LINE_OTHER]
+    if cs[b, C_IN_LLC] == 1 and a != b:
+        ctr[K_LT_LLC] += 1
+        ns -= fp[P_LINE_SAME] - fp[P_LLC_HIT]
+    return ns * fp[P_TSC_GHZ]
 
 
 @compiled(inline=True)
@@ -764,24 +791,30 @@ def _call(
     Every path counts the line transfers of every party the same way (_word_read, _word_write):
     the locked write that wakes a target out of MWAIT pays for invalidating the copy the target
     MONITORs, also after the sender's own read of the word (set_nr_if_polling() reads, then
-    cmpxchg's). Counting that transfer, which the polling-flag path used to miss, moves the sender
-    cycles to an idle target (mainline-tif-polling's load, targets in POLL or C1, 2 x 6 cores):
-    polling flag, same / other socket, skx 1489 / 2000 -> 1632 / 2407 against the IPI's 1720 /
-    2067; icx 1405 / 1724 -> 1556 / 2038 against 1619 / 1873; wsm 1171 / 1360 -> 1272 / 1560
-    against 1800 / 1999. So on skx and icx the polling flag now costs the sender more than an IPI
-    across sockets (five transfers a call: two for the csd, the call queue, the read and the
-    invalidation, against the IPI's three and its x2APIC write), and stays cheaper on the same
-    socket and on Westmere (cheaper remote lines). The RFC word's target side gains its own
-    missed transfer (its RUNNING write invalidates the sender's copy of WOKENUP), not the
-    sender's cost.
+    cmpxchg's). Counting that transfer (once missed on the polling-flag path) gives, for the
+    sender's cycles to an idle target (mainline-tif-polling's load, targets in POLL or C1, 2 x 6
+    cores, one thread each), polling flag against IPI, same / other socket: skx 1928 / 2704
+    against 2017 / 2365; icx 1851 / 2333 against 1915 / 2168; wsm 1570 / 1856 against 1952 / 2151.
+    So on skx and icx the polling flag costs the sender more than an IPI across sockets (five
+    transfers a call: two for the csd, the call queue, the read and the invalidation, against the
+    IPI's three and its x2APIC write), and less on the same socket and on Westmere (cheaper
+    remote lines). The RFC word's target side gains its own missed transfer (its RUNNING write
+    invalidates the sender's copy of WOKENUP), not the sender's cost.
 
-    Still open: the sender's cost does not depend on the target's core and package C-state. A
-    target in core C6 has flushed its lines to the LLC, and one whose package is in PC6 must be
-    woken before its lines can be read; neither has a figure in the platform tables (an LLC hit
-    against a core-to-core transfer, a package wake seen by a remote reader), so the finding above
-    is what the tables predict with every transfer at the core-to-core cost: it stands until those
-    figures exist. The target's own transfers (its call-queue line back from the sender, the
-    sender's csd line for csd_unlock()) are counted in _drain, as target transfers, at no cost.
+    The target's C-state (DESIGN section 6): a line whose last writer's core is in core C3 or deeper
+    comes from the LLC (_transfer), so a sender pays less for a target idle in C6: skx, 2 x 4 cores,
+    200 calls/s per CPU, targets mostly in C6, the idle-target line part per call same / other
+    socket falls from 676 / 920 cycles (C6 disabled) to 552 / 776 under the IPI and from 955 / 1724
+    to 738 / 1495 under the polling flag. The finding above stands with C6 targets too (setup +
+    lines + APIC, other socket: polling flag 2395 against the IPI's 2120 cycles; same socket 1643
+    against 1800). Westmere's calibration (wsm.json) counts the RFC's idle target's lines from the
+    LLC, so its call setup is 899.5 cycles, not the 606.3 of the core-to-core fit. Package states:
+    Xeon PC6 (and PC3 where the tables have it) needs every core of the system idle, so a running
+    sender never finds it; but a per-package state (PC2 on the Xeons, PC3 on Westmere) can hold the
+    target's package while the sender runs on the other socket, and then the access must first wake
+    that package's uncore. No table gives that wake a figure, so it is the transfer alone there: a
+    lower bound. The target's own transfers (its call-queue line back from the sender, the sender's
+    csd line for csd_unlock()) are counted in _drain, as target transfers, at no cost to the sender.
     """
     cs, seen, ctr, fsum = cpus.cs, cpus.seen, stats.ctr, stats.fsum
     q_t, q_kind, q_src = cpus.q_t, cpus.q_kind, cpus.q_src

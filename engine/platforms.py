@@ -240,6 +240,10 @@ class PackageModel(_Model):
         return ["PC0", *(p.name for p in self.states)]
 
 
+# An LLC hit against a core-to-core transfer on the same socket (a guess, labelled where used).
+LLC_HIT_FRACTION = 0.5
+
+
 class CostModel(_Model):
     """Time costs of the wake path and of sending a wake-up; see DESIGN.md section 2."""
 
@@ -262,6 +266,29 @@ class CostModel(_Model):
             "active (CPUIDLE_FLAG_IBRS states, bf5835bcdb96); a serialising MSR write, a few hundred cycles",
         )
     )
+    llc_hit_ns: Param | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="A line read from the LLC (same socket) because the core that last wrote it is in "
+        "core C3 or deeper, which flushed its L1 and L2 there; None: `llc_hit()`'s estimate.",
+    )
+
+    def param(self, name: str) -> Param:
+        """The cost named `name` (a field), with the estimates of those left unset filled in."""
+        return self.llc_hit() if name == "llc_hit_ns" else getattr(self, name)
+
+    def llc_hit(self) -> Param:
+        """The LLC hit a sender pays instead of a core-to-core transfer when the line's last writer
+        sleeps in a flushing core C-state (the table's own figure, else the estimate)."""
+        if self.llc_hit_ns is not None:
+            return self.llc_hit_ns
+        line = self.line_same_socket_ns
+        return estimate(
+            round(line.value * LLC_HIT_FRACTION, 1),
+            f"estimate: {LLC_HIT_FRACTION:g} x this table's same-socket core-to-core transfer "
+            f"({line.value:g} ns, {line.kind}: {line.source}): an LLC hit skips the snoop of the "
+            "owning core; no published figure in the table's sources",
+        )
 
 
 class CpuModel(_Model):

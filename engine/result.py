@@ -104,6 +104,11 @@ class IpiStats(_Model):
     line_transfers_target: int
     line_transfers_same_socket: int
     line_transfers_other_socket: int
+    line_transfers_from_llc: int = Field(
+        default=0,
+        description="Of the line transfers, those served from the LLC because the core that last wrote "
+        "the line was in core C3 or deeper (its L1 and L2 flushed): cheaper, see costs.llc_hit_ns.",
+    )
     stuck_wakeups: int = Field(
         description="mwait_rfc: targets left waiting because the sender took an interrupt."
     )

@@ -43,7 +43,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.6.0"
+ENGINE_VERSION = "0.6.1"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -101,7 +101,7 @@ def _rates(rate_hz: float, cpus: str | list[int], n: int) -> np.ndarray:
 
 def _cost(config: SimConfig, table: Platform, name: str) -> float:
     override = getattr(config.costs, name)
-    return float(override if override is not None else getattr(table.costs, name).value)
+    return float(override if override is not None else table.costs.param(name).value)
 
 
 class _Prepared:
@@ -159,6 +159,7 @@ class _Prepared:
         fp[K.P_TSC_GHZ] = _cost(config, table, "tsc_mhz") / 1000.0
         fp[K.P_LINE_SAME] = _cost(config, table, "line_same_socket_ns")
         fp[K.P_LINE_OTHER] = _cost(config, table, "line_other_socket_ns")
+        fp[K.P_LLC_HIT] = _cost(config, table, "llc_hit_ns")
         fp[K.P_SETUP_CYC] = _cost(config, table, "call_setup_cycles")
         fp[K.P_APIC_SAME_CYC] = _cost(config, table, "apic_send_same_socket_cycles")
         fp[K.P_APIC_OTHER_CYC] = _cost(config, table, "apic_send_other_socket_cycles")
@@ -418,6 +419,7 @@ class _Prepared:
             line_transfers_target=int(ctr[K.K_LT_TARGET]),
             line_transfers_same_socket=int(ctr[K.K_LT_SAME]),
             line_transfers_other_socket=int(ctr[K.K_LT_SAME + 1]),
+            line_transfers_from_llc=int(ctr[K.K_LT_LLC]),
             stuck_wakeups=int(ctr[K.K_STUCK]),
             stuck_mean_ns=_mean(fsum[K.F_STUCK_NS], ctr[K.K_STUCK]),
             csd_wait_ns=int(ctr[K.K_CSD_WAIT]),
@@ -560,9 +562,9 @@ def _estimates(config: SimConfig, table: Platform) -> list[str]:
         if getattr(config.costs, name) is not None:
             out.append(f"costs.{name}: set by this run")
             continue
-        p = getattr(table.costs, name)
-        if p.kind in ("estimate", "calibrated"):
-            out.append(f"costs.{name} = {p.value:g} ({p.kind}: {p.source})")
+        cost = table.costs.param(name)
+        if cost.kind in ("estimate", "calibrated"):
+            out.append(f"costs.{name} = {cost.value:g} ({cost.kind}: {cost.source})")
     for s in table.states:
         if s.is_poll:
             continue

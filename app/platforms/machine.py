@@ -275,7 +275,7 @@ def build_platform(dump: SysfsDump, name: str, *, based_on: str | None = None, t
     topology = platform_topology(run_topology(dump.topology), dump.model_name or "")
     topo_note = f"Topology from the dump: {dump.topology.note}."
     costs = CostModel.model_validate(
-        {k: _borrowed(getattr(base.costs, k), base_name, k) for k in CostModel.model_fields}
+        {k: _borrowed(base.costs.param(k), base_name, k) for k in CostModel.model_fields}
     )
     notes = [
         match.message + ".",
