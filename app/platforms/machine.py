@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -331,6 +331,14 @@ def machine_platform(
         ],
     )
     return Platform.model_validate(data)
+
+
+def as_registered(table: Platform, machine: Mapping[str, Any] | None) -> Platform:
+    """The table as the machine's driver registers it: under the package limit its import implies
+    (skx's C6 92/276 and spr's 190/600 when package C6 is off), so that a page shows the figures the
+    dump has. The stored table keeps the kernel's own rows: a run at another limit rewrites them anew."""
+    limit = ((machine or {}).get("config") or {}).get("package", {}).get("limit")
+    return table.under_package_limit(limit) if isinstance(limit, str) else table
 
 
 def _first_error(err: ValidationError) -> str:
