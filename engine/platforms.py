@@ -427,6 +427,7 @@ HASH_EXEMPT: dict[str, Any] = {
     "family_modelled": True,
     "modelled_on": True,
     "states": {"__all__": {"source": True}},
+    "socket_tables": {"__all__": {"source": True}},
 }
 
 

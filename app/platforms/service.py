@@ -390,7 +390,7 @@ def import_dump(
 
 
 def _machine_run(
-    dump: SysfsDump, recognised: dict[str, Any], table: Platform, topology: dict[str, int]
+    dump: SysfsDump, recognised: dict[str, Any], table: Platform, topology: dict[str, Any]
 ) -> dict[str, Any]:
     """The config that is the machine: recognition's (its governor, disabled states and package
     limit) on the stored table and the dump's online layout; for a table nothing explains, the

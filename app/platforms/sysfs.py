@@ -120,6 +120,9 @@ class Topology(_Model):
     note: str = ""
     online_cpus: int | None = None  # None in machines stored before it was kept: `cpus`
     cores_per_module: int | None = None  # cores sharing a cluster_id, where the dump has them
+    # Online CPUs of each package, in package order, where the records place them all (None when
+    # inferred, or in machines stored before it was kept).
+    package_cpus: list[int] | None = None
     source: str = ""  # "sysfs topology", "/proc/cpuinfo", or what it was inferred from
 
 
@@ -574,6 +577,7 @@ def _build_topology(raw: Records, cpus: list[CpuRecord]) -> tuple[Topology, list
     sizes = {len(m) for m in groups.values()}
     if len(sizes) > 1:
         notes.append(f"cores have {sorted(sizes)} online threads: some siblings are offline")
+    package_cpus = [sum(1 for key in core_of.values() if key[0] == p) for p in packages]
     return (
         Topology(
             cpus=n,
@@ -583,6 +587,7 @@ def _build_topology(raw: Records, cpus: list[CpuRecord]) -> tuple[Topology, list
             cores_per_socket=cores_per_socket,
             threads_per_core=threads,
             cores_per_module=_cores_per_module(placed, core_of),
+            package_cpus=None if unplaced else package_cpus,
             inferred=False,
             note=note,
             source=source,

@@ -119,3 +119,15 @@ def test_the_cpu_model_narrows_the_candidates() -> None:
     # icx and spr differ only in C1E; with SPR's model number an icx table is not an spr one.
     assert _recognise(_rows("spr"), cpu_family=6, cpu_model=0x8F)[:2] == ("spr", [])
     assert _recognise(_rows("icx"), cpu_family=6, cpu_model=0x8F)[0] is None
+
+
+def test_uneven_packages_are_simulated_as_such() -> None:
+    # 2 packages with 6 and 4 online CPUs: 2 sockets of that many single-thread cores, not 1 socket.
+    r = recognise(
+        DumpTable(
+            states=_rows("skx"), driver="intel_idle", packages=2, online_cpus=10, cpus_per_socket=[6, 4]
+        )
+    )
+    topology = {"sockets": 2, "cpus_per_socket": [6, 4], "threads_per_core": 1, "cpus": 10}
+    assert r.config["topology"] == topology
+    assert simulate(SimConfig.model_validate({**r.config, "duration_ms": 2})).cpus == 10
