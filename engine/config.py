@@ -493,11 +493,12 @@ class SimConfig(_Model):
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:
             raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
-        if self.topology.cpus is not None and self.topology.cpus_per_socket is not None:
+        uneven = self.uneven_sockets(table)
+        if self.topology.cpus is not None and uneven is not None:
             if self.topology.cpus != n_cpus:
                 raise ValueError(
-                    f"topology.cpus: {self.topology.cpus} CPUs given, but cpus_per_socket "
-                    f"{self.topology.cpus_per_socket} sums to {n_cpus}"
+                    f"topology.cpus: {self.topology.cpus} CPUs given, but cpus_per_socket {uneven} sums "
+                    f"to {n_cpus}"
                 )
         elif self.topology.cpus is not None and self.topology.cpus != n_cpus:
             raise ValueError(
@@ -631,23 +632,38 @@ class SimConfig(_Model):
         """Logical CPUs: sockets x cores x threads (the sum of `cpus_per_socket` where given)."""
         return sum(self.socket_cpus(table))
 
-    def socket_cpus(self, table: Platform | None = None) -> list[int]:
-        """Each socket's logical CPUs, in CPU order (sockets are numbered CPU ranges)."""
+    def uneven_sockets(self, table: Platform | None = None) -> list[int] | None:
+        """Each socket's CPUs where the sockets differ: the config's, or (with the layout left to
+        the platform) an imported machine's."""
         if self.topology.cpus_per_socket is not None:
             return list(self.topology.cpus_per_socket)
+        part = (table or self.resolve_platform()).topology
+        own = self.topology.cores_per_socket is not None or self.topology.threads_per_core is not None
+        if part.cpus_per_socket is None or own or self.topology.sockets != len(part.cpus_per_socket):
+            return None
+        return list(part.cpus_per_socket)
+
+    def socket_cpus(self, table: Platform | None = None) -> list[int]:
+        """Each socket's logical CPUs, in CPU order (sockets are numbered CPU ranges)."""
         table = table or self.resolve_platform()
+        uneven = self.uneven_sockets(table)
+        if uneven is not None:
+            return uneven
         return [self.cores_per_socket(table) * self.threads_per_core(table)] * self.topology.sockets
 
     def cores_per_socket(self, table: Platform | None = None) -> int:
         """Cores of a socket (of the largest, where sockets differ)."""
-        if self.topology.cpus_per_socket is not None:
-            return max(self.topology.cpus_per_socket)
-        return self.topology.cores_per_socket or (table or self.resolve_platform()).topology.cores_per_socket
+        table = table or self.resolve_platform()
+        uneven = self.uneven_sockets(table)
+        if uneven is not None:
+            return max(uneven)
+        return self.topology.cores_per_socket or table.topology.cores_per_socket
 
     def threads_per_core(self, table: Platform | None = None) -> int:
-        if self.topology.cpus_per_socket is not None:
+        table = table or self.resolve_platform()
+        if self.uneven_sockets(table) is not None:
             return 1  # each CPU of an uneven layout is its own core
-        return self.topology.threads_per_core or (table or self.resolve_platform()).topology.threads_per_core
+        return self.topology.threads_per_core or table.topology.threads_per_core
 
     def cores_per_module(self, table: Platform | None = None) -> int:
         return self.topology.cores_per_module or (table or self.resolve_platform()).topology.cores_per_module

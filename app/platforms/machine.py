@@ -156,6 +156,7 @@ def platform_topology(topology: Mapping[str, Any], part: str) -> PlatformTopolog
         cores_per_socket=topology["cores_per_socket"],
         threads_per_core=topology["threads_per_core"],
         cores_per_module=topology.get("cores_per_module", 1),
+        cpus_per_socket=topology.get("cpus_per_socket"),
         part=part,
     )
 

@@ -81,3 +81,15 @@ def test_equal_counts_run_as_the_even_layout() -> None:
     a, b = simulate(even).model_dump(mode="json"), simulate(counted).model_dump(mode="json")
     a.pop("config_hash"), b.pop("config_hash")
     assert a == b
+
+
+def test_a_platform_of_uneven_sockets_runs_them_when_the_layout_is_left_to_it() -> None:
+    part = exact_config().resolve_platform()
+    table = part.model_copy(
+        update={"topology": part.topology.model_copy(update={"sockets": 2, "cpus_per_socket": [3, 1]})}
+    )
+    body = {"platform": "exact", "platform_table": table.model_dump(mode="json")}
+    assert SimConfig.model_validate(body).socket_cpus() == [3, 1]
+    # A layout of the run's own replaces the platform's.
+    own = SimConfig.model_validate({**body, "topology": {"sockets": 2, "cores_per_socket": 2}})
+    assert own.socket_cpus() == [2 * own.threads_per_core()] * 2

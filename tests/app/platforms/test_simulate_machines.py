@@ -139,6 +139,11 @@ def test_packages_left_uneven_by_offline_cpus_keep_their_own_cpu_counts(app_clie
     assert topo["threads_per_core"] == 1
     notes = answer["machine"]["notes"]
     assert any("10 CPU(s) offline" in n for n in notes)
+    # A run that leaves the layout to the platform (the new-run form's blanks) has it too.
+    run = app_client.post("/api/runs", json={"config": {"platform": "sklep0-uneven", "duration_ms": 1}})
+    assert run.status_code == 202, run.text
+    plain = app_client.get(f"/api/runs/{run.json()['id']}").json()["config"]
+    assert engine.SimConfig.model_validate(plain).socket_cpus() == [52, 42]
     # The run the answer stored is simulated with those sockets.
     result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
     assert result.cpus == 94 and len(result.per_cpu_residency) == 94
