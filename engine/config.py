@@ -493,18 +493,13 @@ class SimConfig(_Model):
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:
             raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
-        uneven = self.uneven_sockets(table)
-        if self.topology.cpus is not None and uneven is not None:
-            if self.topology.cpus != n_cpus:
-                raise ValueError(
-                    f"topology.cpus: {self.topology.cpus} CPUs given, but cpus_per_socket {uneven} sums "
-                    f"to {n_cpus}"
-                )
-        elif self.topology.cpus is not None and self.topology.cpus != n_cpus:
-            raise ValueError(
-                f"topology.cpus: {self.topology.cpus} CPUs given, but {self.topology.sockets} socket(s) x "
-                f"{self.cores_per_socket(table)} cores x {self.threads_per_core(table)} thread(s) is {n_cpus}"
+        if self.topology.cpus is not None and self.topology.cpus != n_cpus:
+            uneven = self.uneven_sockets(table)
+            layout = f"cpus_per_socket {uneven} sums to" if uneven is not None else (
+                f"{self.topology.sockets} socket(s) x {self.cores_per_socket(table)} cores x "
+                f"{self.threads_per_core(table)} thread(s) is"
             )
+            raise ValueError(f"topology.cpus: {self.topology.cpus} CPUs given, but {layout} {n_cpus}")
         _check_state_names("states.disabled", self.states.disabled, names)
         _check_state_names("states.irq_enable", list(self.states.irq_enable), names)
         _check_state_names("power.state_watts", list(self.power.state_watts), names)
@@ -761,22 +756,17 @@ def _check_state_names(field: str, given: list[str], names: list[str]) -> None:
             raise ValueError(f"{field}: unknown state {name!r}; this table has {', '.join(names)}")
 
 
-def _check_cpus_per_socket(topology: Topology) -> None:
+def _check_cpus_per_socket(t: Topology) -> None:
     """An uneven layout: one count per socket, single-thread cores, the largest as cores_per_socket."""
-    counts = topology.cpus_per_socket
-    if counts is None:
-        return
-    if len(counts) != topology.sockets:
-        raise ValueError(f"topology.cpus_per_socket: {len(counts)} count(s) for {topology.sockets} socket(s)")
-    if topology.threads_per_core not in (None, 1):
-        raise ValueError(
-            f"topology.threads_per_core: must be 1 (or unset) with cpus_per_socket, got "
-            f"{topology.threads_per_core}"
-        )
-    if topology.cores_per_socket not in (None, max(counts)):
+    counts = t.cpus_per_socket
+    if counts is not None and len(counts) != t.sockets:
+        raise ValueError(f"topology.cpus_per_socket: {len(counts)} count(s) for {t.sockets} socket(s)")
+    if counts is not None and t.threads_per_core not in (None, 1):
+        raise ValueError(f"topology.threads_per_core: cpus_per_socket needs 1, got {t.threads_per_core}")
+    if counts is not None and t.cores_per_socket not in (None, max(counts)):
         raise ValueError(
             f"topology.cores_per_socket: must be the largest of cpus_per_socket ({max(counts)}) or unset, "
-            f"got {topology.cores_per_socket}"
+            f"got {t.cores_per_socket}"
         )
 
 

@@ -25,7 +25,7 @@ def uneven(counts: list[int], **over: Any) -> SimConfig:
         ({"sockets": 2, "cpus_per_socket": [6]}, "topology.cpus_per_socket: 1 count(s) for 2 socket(s)"),
         (
             {"sockets": 2, "cpus_per_socket": [6, 4], "threads_per_core": 2},
-            "topology.threads_per_core: must be 1 (or unset) with cpus_per_socket, got 2",
+            "topology.threads_per_core: cpus_per_socket needs 1, got 2",
         ),
         (
             {"sockets": 2, "cpus_per_socket": [6, 4], "cpus": 11},
