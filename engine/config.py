@@ -55,7 +55,8 @@ class Topology(_Model):
     two threads of core k are CPUs k and k + C on socket 0, as many BIOSes enumerate them).
     Cores k..k+M-1 (M = `cores_per_module`, from k = 0) share a module. Only online CPUs are
     simulated: a machine read from a dump is given as its online layout, every count set, and
-    `cpus` says how many logical CPUs that is (checked against the product).
+    `cpus` says how many logical CPUs that is (checked against the product). A machine whose
+    sockets have different numbers of online CPUs gives them as `cpus_per_socket` instead.
     """
 
     sockets: Annotated[int, Field(ge=1, le=16)] = Field(
@@ -76,7 +77,15 @@ class Topology(_Model):
         default=None,
         exclude_if=lambda v: v is None,
         description="The machine's online logical CPUs, when the layout comes from a machine: must equal "
-        "sockets x cores_per_socket x threads_per_core.",
+        "sockets x cores_per_socket x threads_per_core (or the sum of cpus_per_socket).",
+    )
+    cpus_per_socket: list[Annotated[int, Field(ge=1, le=512)]] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        max_length=16,
+        description="Online logical CPUs of each socket, for a machine whose sockets differ (CPUs taken "
+        "offline, asymmetric parts): one count per socket, each CPU its own core (threads_per_core 1, "
+        "cores_per_socket the largest count if given); CPUs are numbered socket by socket.",
     )
 
 
@@ -478,18 +487,22 @@ class SimConfig(_Model):
         # Unset, the socket count and the package limit are the platform's; they are written into
         # the config so that what it shows is what ran (for skx, icx and wsm: 2 and PC6, as ever).
         if "sockets" not in self.topology.model_fields_set:
-            self.topology.sockets = table.topology.sockets
+            counts = self.topology.cpus_per_socket
+            self.topology.sockets = table.topology.sockets if counts is None else len(counts)
         if "limit" not in self.package.model_fields_set:
             self.package.limit = table.deepest_package_state()  # type: ignore[assignment]
         self._resolve_driver_governor(table)
+        _check_cpus_per_socket(self.topology)
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:
             raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
         if self.topology.cpus is not None and self.topology.cpus != n_cpus:
-            raise ValueError(
-                f"topology.cpus: {self.topology.cpus} CPUs given, but {self.topology.sockets} socket(s) x "
-                f"{self.cores_per_socket(table)} cores x {self.threads_per_core(table)} thread(s) is {n_cpus}"
+            uneven = self.uneven_sockets(table)
+            layout = f"cpus_per_socket {uneven} sums to" if uneven is not None else (
+                f"{self.topology.sockets} socket(s) x {self.cores_per_socket(table)} cores x "
+                f"{self.threads_per_core(table)} thread(s) is"
             )
+            raise ValueError(f"topology.cpus: {self.topology.cpus} CPUs given, but {layout} {n_cpus}")
         _check_state_names("states.disabled", self.states.disabled, names)
         _check_state_names("states.irq_enable", list(self.states.irq_enable), names)
         _check_state_names("power.state_watts", list(self.power.state_watts), names)
@@ -614,15 +627,41 @@ class SimConfig(_Model):
         return BUILTIN_PLATFORMS[self.platform]
 
     def n_cpus(self, table: Platform | None = None) -> int:
-        """Logical CPUs: sockets x cores x threads."""
+        """Logical CPUs: sockets x cores x threads (the sum of `cpus_per_socket` where given)."""
+        return sum(self.socket_cpus(table))
+
+    def uneven_sockets(self, table: Platform | None = None) -> list[int] | None:
+        """Each socket's CPUs where the sockets differ: the config's, or (with the layout left to
+        the platform) an imported machine's."""
+        if self.topology.cpus_per_socket is not None:
+            return list(self.topology.cpus_per_socket)
+        part = (table or self.resolve_platform()).topology
+        own = self.topology.cores_per_socket is not None or self.topology.threads_per_core is not None
+        if part.cpus_per_socket is None or own or self.topology.sockets != len(part.cpus_per_socket):
+            return None
+        return list(part.cpus_per_socket)
+
+    def socket_cpus(self, table: Platform | None = None) -> list[int]:
+        """Each socket's logical CPUs, in CPU order (sockets are numbered CPU ranges)."""
         table = table or self.resolve_platform()
-        return self.topology.sockets * self.cores_per_socket(table) * self.threads_per_core(table)
+        uneven = self.uneven_sockets(table)
+        if uneven is not None:
+            return uneven
+        return [self.cores_per_socket(table) * self.threads_per_core(table)] * self.topology.sockets
 
     def cores_per_socket(self, table: Platform | None = None) -> int:
-        return self.topology.cores_per_socket or (table or self.resolve_platform()).topology.cores_per_socket
+        """Cores of a socket (of the largest, where sockets differ)."""
+        table = table or self.resolve_platform()
+        uneven = self.uneven_sockets(table)
+        if uneven is not None:
+            return max(uneven)
+        return self.topology.cores_per_socket or table.topology.cores_per_socket
 
     def threads_per_core(self, table: Platform | None = None) -> int:
-        return self.topology.threads_per_core or (table or self.resolve_platform()).topology.threads_per_core
+        table = table or self.resolve_platform()
+        if self.uneven_sockets(table) is not None:
+            return 1  # each CPU of an uneven layout is its own core
+        return self.topology.threads_per_core or table.topology.threads_per_core
 
     def cores_per_module(self, table: Platform | None = None) -> int:
         return self.topology.cores_per_module or (table or self.resolve_platform()).topology.cores_per_module
@@ -718,6 +757,20 @@ def _check_state_names(field: str, given: list[str], names: list[str]) -> None:
     for name in given:
         if name not in names:
             raise ValueError(f"{field}: unknown state {name!r}; this table has {', '.join(names)}")
+
+
+def _check_cpus_per_socket(t: Topology) -> None:
+    """An uneven layout: one count per socket, single-thread cores, the largest as cores_per_socket."""
+    counts = t.cpus_per_socket
+    if counts is not None and len(counts) != t.sockets:
+        raise ValueError(f"topology.cpus_per_socket: {len(counts)} count(s) for {t.sockets} socket(s)")
+    if counts is not None and t.threads_per_core not in (None, 1):
+        raise ValueError(f"topology.threads_per_core: cpus_per_socket needs 1, got {t.threads_per_core}")
+    if counts is not None and t.cores_per_socket not in (None, max(counts)):
+        raise ValueError(
+            f"topology.cores_per_socket: must be the largest of cpus_per_socket ({max(counts)}) or unset, "
+            f"got {t.cores_per_socket}"
+        )
 
 
 def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:

@@ -16,21 +16,32 @@ from engine.platforms import CORE_CSTATES, PackageState, Platform
 from engine.result import Energy, Hardware, HardwareGroup
 
 
+def socket_starts(config: SimConfig, table: Platform) -> tuple[np.ndarray, np.ndarray]:
+    """Each socket's first CPU and first core, the totals last: sockets are ranges of both, of
+    `cpus_per_socket` where the sockets differ (single-thread cores), else all alike."""
+    cpus = np.array(config.socket_cpus(table), dtype=np.int64)
+    threads = config.threads_per_core(table)
+    zero = np.zeros(1, dtype=np.int64)
+    return np.concatenate([zero, np.cumsum(cpus)]), np.concatenate([zero, np.cumsum(cpus // threads)])
+
+
 def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int) -> K.Hw:
     """The event loop's core, module and package state for this config (everything at C0 at the start)."""
     sockets = config.topology.sockets
-    n_cores = sockets * cores
-    per_socket = cores * threads
-    cpus = np.arange(n_cores * threads, dtype=np.int64)
-    socket, rest = cpus // per_socket, cpus % per_socket
-    thread, core = rest // cores, rest % cores
-    core_of = socket * cores + core
+    cpu_first, core_first = socket_starts(config, table)
+    n_cores = int(core_first[-1])
+    cpus = np.arange(cpu_first[-1], dtype=np.int64)
+    socket = np.searchsorted(cpu_first, cpus, side="right") - 1
+    socket_cores = np.diff(core_first)  # `cores` on every socket, unless they differ
+    rest = cpus - cpu_first[socket]
+    thread, core = rest // socket_cores[socket], rest % socket_cores[socket]
+    core_of = core_first[socket] + core
     # Each CPU's other threads on its core (-1 without SMT): thread u of the same core is CPU
-    # socket * per_socket + u * cores + core.
+    # cpu_first[socket] + u * cores + core.
     siblings = np.full((len(cpus), max(threads - 1, 1)), -1, dtype=np.int64)
     for k in range(1, threads):
         other = (thread + k) % threads
-        siblings[:, k - 1] = socket * per_socket + other * cores + core
+        siblings[:, k - 1] = cpu_first[socket] + other * cores + core
 
     level = np.array(table.request_levels(), dtype=np.int64)
     top = int(level.max())
@@ -55,22 +66,27 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     allowed = allowed_hardware_states(config, table)
     n_j = len(allowed)
     per_module = min(config.cores_per_module(table), cores)
-    modules = -(-cores // per_module)  # per socket
-    n_groups = max(sockets, sockets * modules) if any(p.scope == "module" for p in allowed) else sockets
+    # Modules: runs of per_module cores from each socket's first core (a socket's last may be short).
+    module_lo = np.concatenate(
+        [np.arange(core_first[s], core_first[s + 1], per_module) for s in range(sockets)]
+    ).astype(np.int64)
+    socket_end = core_first[np.searchsorted(core_first, module_lo, side="right")]
+    module_hi = np.minimum(module_lo + per_module, socket_end)
+    n_modules = len(module_lo)
+    n_groups = max(sockets, n_modules) if any(p.scope == "module" for p in allowed) else sockets
     pk_group = np.zeros((n_j, n_cores), dtype=np.int64)
     pk_lo = np.zeros((n_j, n_groups), dtype=np.int64)
     pk_hi = np.zeros((n_j, n_groups), dtype=np.int64)
     all_cores = np.arange(n_cores)
     for j, p in enumerate(allowed):
         if p.scope == "module":
-            pk_group[j] = (all_cores // cores) * modules + (all_cores % cores) // per_module
-            g = np.arange(sockets * modules)
-            pk_lo[j, : len(g)] = (g // modules) * cores + (g % modules) * per_module
-            pk_hi[j, : len(g)] = np.minimum(pk_lo[j, : len(g)] + per_module, (g // modules + 1) * cores)
+            pk_group[j] = np.searchsorted(module_lo, all_cores, side="right") - 1
+            pk_lo[j, :n_modules] = module_lo
+            pk_hi[j, :n_modules] = module_hi
         elif p.scope == "package":
-            pk_group[j] = all_cores // cores
-            pk_lo[j, :sockets] = np.arange(sockets) * cores
-            pk_hi[j, :sockets] = pk_lo[j, :sockets] + cores
+            pk_group[j] = np.searchsorted(core_first, all_cores, side="right") - 1
+            pk_lo[j, :sockets] = core_first[:-1]
+            pk_hi[j, :sockets] = core_first[1:]
         else:
             pk_hi[j, 0] = n_cores
     names = table.state_names()
@@ -144,7 +160,8 @@ def hardware_result(
 ) -> tuple[Hardware, Energy]:
     """The turbostat view of the run and its energy."""
     sockets = config.topology.sockets
-    n_cores = sockets * cores
+    _, core_first = socket_starts(config, table)
+    n_cores = int(core_first[-1])
     thread_idle, core_time, pk_time = _close_open(hw, cs, t_end)
     top = core_time.shape[1] - 1
     ranks = table.request_levels()
@@ -173,7 +190,8 @@ def hardware_result(
     # Every package state the platform has, as turbostat prints them: those past the limit read 0.
     pkg_names = table.package_states()
     cond = np.array(
-        [[pk_time[j, hw.pk_group[j, s * cores]] for j in pkg_js] for s in range(sockets)], dtype=np.float64
+        [[pk_time[j, hw.pk_group[j, core_first[s]]] for j in pkg_js] for s in range(sockets)],
+        dtype=np.float64,
     ).reshape(sockets, len(pkg_js))
     if pkg is not None and cond.shape[1] == len(pkg.states) and cond.shape[1]:
         # Traffic pulls the package out of its deepest state now and then: each visit costs its exit
@@ -191,7 +209,11 @@ def hardware_result(
     mod_names = table.module_states()
     n_modules = int(hw.pk_group[0].max()) + 1 if n_mod else 0
     per_module = np.array([pk_time[j, :n_modules] / t_end for j in range(n_mod)]).reshape(n_mod, n_modules)
-    module_socket = (hw.pk_lo[0, :n_modules] // cores) if n_mod else np.zeros(0, dtype=np.int64)
+    module_socket = (
+        np.searchsorted(core_first, hw.pk_lo[0, :n_modules], side="right") - 1
+        if n_mod
+        else np.zeros(0, dtype=np.int64)
+    )
 
     # Power: a core by its level, an uncore by its package state.
     busy_w = config.power.busy_watts if config.power.busy_watts is not None else table.busy_watts.value
@@ -257,7 +279,9 @@ def hardware_result(
         c1e_promotion=config.hardware.c1e_promotion,
         core_states=core_names,
         package_states=pkg_names,
-        sockets=[group(np.arange(s * cores, (s + 1) * cores), np.array([s]), s) for s in range(sockets)],
+        sockets=[
+            group(np.arange(core_first[s], core_first[s + 1]), np.array([s]), s) for s in range(sockets)
+        ],
         system=group(np.arange(n_cores), all_sockets, None),
         per_core=per_core.tolist(),
         per_cpu_busy=busy_thread.tolist(),

@@ -179,6 +179,12 @@ class PlatformTopology(_Model):
         description="Cores sharing an L2 (a module, sysfs `cluster_id`): Sierra Forest and Grand Ridge "
         "4, Silvermont and Knights Landing 2; 1 where the platform has no module state.",
     )
+    cpus_per_socket: list[Annotated[int, Field(ge=1, le=512)]] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="An imported machine whose sockets have different numbers of online CPUs: each "
+        "socket's (single-thread cores; cores_per_socket is the largest).",
+    )
     part: str = ""
 
 
@@ -454,6 +460,7 @@ HASH_EXEMPT: dict[str, Any] = {
     "family_modelled": True,
     "modelled_on": True,
     "states": {"__all__": {"source": True}},
+    "socket_tables": {"__all__": {"source": True}},
 }
 
 

@@ -67,6 +67,9 @@ class DumpTable(_Model):
     online_cpus: int | None = None
     cores_per_socket: int | None = None
     threads_per_core: int | None = None
+    cpus_per_socket: list[int] | None = Field(
+        default=None, description="Online CPUs of each package, where the packages differ."
+    )
 
 
 class Recognition(_Model):
@@ -185,9 +188,16 @@ def _uses_acpi(table: Platform, dump: DumpTable) -> bool:
     return any(m.use_acpi for m in models)
 
 
-def _topology(dump: DumpTable, notes: list[str]) -> dict[str, int]:
+def _topology(dump: DumpTable, notes: list[str]) -> dict[str, Any]:
     """The online layout, every count set, so that no platform default applies on top of it."""
     n = dump.online_cpus or max(len(dump.states), 1)
+    uneven = dump.cpus_per_socket
+    if uneven and sum(uneven) == n and len(uneven) == (dump.packages or len(uneven)):
+        notes.append(
+            f"the packages have {', '.join(map(str, uneven))} online CPUs: simulated as "
+            f"{len(uneven)} sockets of that many single-thread cores"
+        )
+        return {"sockets": len(uneven), "cpus_per_socket": list(uneven), "threads_per_core": 1, "cpus": n}
     sockets = dump.packages or 1
     threads = dump.threads_per_core or 1
     cores = dump.cores_per_socket

@@ -119,7 +119,8 @@ class _Prepared:
         n = self.n = config.n_cpus(table)
         cores = self.cores = config.cores_per_socket(table)
         threads = self.threads = config.threads_per_core(table)
-        per_socket = cores * threads
+        # Sockets are ranges of CPUs, alike unless the machine's differ (topology.cpus_per_socket).
+        socket_of = np.repeat(np.arange(config.topology.sockets), config.socket_cpus(table)).astype(np.int64)
         self.t_end = t_end = int(round(config.duration_ms * 1e6))
         w = config.wakeups
         S = len(states)
@@ -241,11 +242,11 @@ class _Prepared:
         calls, sched = w.ipis, w.sched_wakeups
         self.snd_t, self.snd_dst, self.snd_off = arrival_streams(
             seeds[:, SRC_CALLS], _rates(calls.rate_hz, calls.senders, n), t_end,
-            per_socket, calls.same_socket_share, _cpu_set(calls.targets, n),
+            socket_of, calls.same_socket_share, _cpu_set(calls.targets, n),
         )
         self.ssnd_t, self.ssnd_dst, self.ssnd_off = arrival_streams(
             seeds[:, SRC_SCHED], _rates(sched.rate_hz, sched.senders, n), t_end,
-            per_socket, sched.same_socket_share, _cpu_set(sched.targets, n),
+            socket_of, sched.same_socket_share, _cpu_set(sched.targets, n),
         )
         # What each CPU will be asked for, for the oracle governor (the only one that looks).
         if gov == "oracle":
@@ -270,7 +271,7 @@ class _Prepared:
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
-        cs[:, K.C_SOCKET] = cpus // per_socket
+        cs[:, K.C_SOCKET] = socket_of
         cs[w.tick.nohz_full, K.C_NOHZ_FULL] = 1
         # A nohz_full CPU running its one task has no tick (tick_nohz_full_update_tick()): it
         # enters its first idle period with the tick stopped.

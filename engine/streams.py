@@ -228,7 +228,7 @@ def _fill(
     times: np.ndarray,
     dst: np.ndarray,
     off: np.ndarray,
-    cores: int,
+    socket_of: np.ndarray,
     same_share: float,
     targets: np.ndarray,
     socket_off: np.ndarray,
@@ -250,7 +250,7 @@ def _fill(
         lo = hi = me = 0
         n_same = n_other = 0
         if with_targets:
-            sk = c // cores
+            sk = socket_of[c]
             lo = socket_off[sk]
             hi = socket_off[sk + 1]
             me = hi
@@ -287,12 +287,13 @@ def arrival_streams(
     seeds: np.ndarray,
     rate_hz: np.ndarray,
     t_end: int,
-    cores: int = 1,
+    cores: int | np.ndarray = 1,
     same_share: float = 0.0,
     targets: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Poisson arrivals in [0, t_end) for every CPU (rate_hz[c], generator seeds[c]).
 
+    `cores` is the CPUs of a socket, or each CPU's socket (sockets as ranges of CPUs, of any size).
     Returns all CPUs' times back to back (int ns), their targets when `targets` is given (see
     `_fill`; else an empty array), and each CPU's offset.
     """
@@ -301,14 +302,19 @@ def arrival_streams(
     if not (rate_hz > 0).any():  # a source that is off (the common case for some)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
     tgt = np.empty(0, dtype=np.int64) if targets is None else np.unique(targets).astype(np.int64)
-    socket_off = np.searchsorted(tgt // cores, np.arange(n // cores + 2)).astype(np.int64)
+    if isinstance(cores, np.ndarray):
+        socket_of = cores.astype(np.int64)
+    else:
+        socket_of = np.arange(n, dtype=np.int64) // cores
+    n_sockets = int(socket_of[-1]) + 1 if n else 0
+    socket_off = np.searchsorted(socket_of[tgt], np.arange(n_sockets + 2)).astype(np.int64)
     expected = rate_hz * t_end / 1e9
     room = int(np.where(rate_hz > 0, expected + 8.0 * np.sqrt(expected) + 32.0, 0).sum())  # mean + 8 sd each
     while True:
         times = np.empty(room, dtype=np.int64)
         dst = np.empty(room if len(tgt) else 0, dtype=np.int64)
         off = np.empty(n + 1, dtype=np.int64)
-        if _fill(seeds.copy(), rate_hz, t_end, times, dst, off, cores, same_share, tgt, socket_off):
+        if _fill(seeds.copy(), rate_hz, t_end, times, dst, off, socket_of, same_share, tgt, socket_off):
             break
         room *= 2
     return times[: off[-1]], dst[: off[-1]] if len(tgt) else dst, off

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -116,39 +116,52 @@ def match_builtin(dump: SysfsDump, builtins: Mapping[str, Platform] | None = Non
     return TableMatch(builtin=best, relation="closest", distance=round(dist, 6), message=message)
 
 
-def run_topology(topo: Topology) -> dict[str, int]:
+def run_topology(topo: Topology) -> dict[str, Any]:
     """The layout a run of the machine has: exactly its online CPUs, with every count set (so no
     platform default applies on top). The dump's sockets x cores x threads where they make the
-    online CPUs (and the engine's bounds hold), else single-thread cores on as few sockets as fit."""
+    online CPUs (and the engine's bounds hold); else, where the records place every online CPU in
+    its package, those packages with their own online counts (single-thread cores: CPUs taken
+    offline leave the packages uneven); else single-thread cores on as few sockets as fit."""
     n = topo.online_cpus or topo.cpus
     layout = (topo.sockets, topo.cores_per_socket, topo.threads_per_core)
+    out: dict[str, Any]
+    per_package = topo.package_cpus
     if (
-        topo.inferred
-        or layout[0] * layout[1] * layout[2] != n
-        or layout[0] > 16
-        or layout[1] > 512
-        or layout[2] > 4
+        not topo.inferred
+        and layout[0] * layout[1] * layout[2] == n
+        and layout[0] <= 16
+        and layout[1] <= 512
+        and layout[2] <= 4
     ):
+        out = {"sockets": layout[0], "cores_per_socket": layout[1], "threads_per_core": layout[2]}
+    elif per_package and sum(per_package) == n and len(per_package) <= 16 and max(per_package) <= 512:
+        out = {"sockets": len(per_package), "cores_per_socket": max(per_package), "threads_per_core": 1}
+        if len(set(per_package)) > 1:
+            out["cpus_per_socket"] = list(per_package)
+    else:
         sockets = next((k for k in range(max(topo.sockets, 1), 17) if n % k == 0 and n // k <= 512), 1)
-        layout = (sockets, n // sockets, 1)
-    out = {"sockets": layout[0], "cores_per_socket": layout[1], "threads_per_core": layout[2], "cpus": n}
+        out = {"sockets": sockets, "cores_per_socket": n // sockets, "threads_per_core": 1}
+    out["cpus"] = n
     module = topo.cores_per_module
-    if module is not None and 1 < module <= 16 and layout[1] % module == 0:
+    # A module counts cores: kept where the run's cores are the dump's (alike, and whole modules).
+    same_cores = out["threads_per_core"] == topo.threads_per_core and "cpus_per_socket" not in out
+    if module is not None and 1 < module <= 16 and same_cores and out["cores_per_socket"] % module == 0:
         out["cores_per_module"] = module
     return out
 
 
-def platform_topology(topology: Mapping[str, int], part: str) -> PlatformTopology:
+def platform_topology(topology: Mapping[str, Any], part: str) -> PlatformTopology:
     return PlatformTopology(
         sockets=topology["sockets"],
         cores_per_socket=topology["cores_per_socket"],
         threads_per_core=topology["threads_per_core"],
         cores_per_module=topology.get("cores_per_module", 1),
+        cpus_per_socket=topology.get("cpus_per_socket"),
         part=part,
     )
 
 
-def dump_table(dump: SysfsDump, topology: Mapping[str, int]) -> DumpTable:
+def dump_table(dump: SysfsDump, topology: Mapping[str, Any]) -> DumpTable:
     """What recognition needs of a dump, with the layout the run will have."""
     return DumpTable(
         states=[
@@ -171,10 +184,11 @@ def dump_table(dump: SysfsDump, topology: Mapping[str, int]) -> DumpTable:
         online_cpus=topology["cpus"],
         cores_per_socket=topology["cores_per_socket"],
         threads_per_core=topology["threads_per_core"],
+        cpus_per_socket=topology.get("cpus_per_socket"),
     )
 
 
-def recognise_dump(dump: SysfsDump, topology: Mapping[str, int]) -> tuple[Recognition, TableMatch]:
+def recognise_dump(dump: SysfsDump, topology: Mapping[str, Any]) -> tuple[Recognition, TableMatch]:
     """The engine's recognition of the dump, and the match in the import answer's older terms (equal
     to, a variant of, or, when no table explains it, closest to a built-in table)."""
     try:
@@ -331,6 +345,14 @@ def machine_platform(
         ],
     )
     return Platform.model_validate(data)
+
+
+def as_registered(table: Platform, machine: Mapping[str, Any] | None) -> Platform:
+    """The table as the machine's driver registers it: under the package limit its import implies
+    (skx's C6 92/276 and spr's 190/600 when package C6 is off), so that a page shows the figures the
+    dump has. The stored table keeps the kernel's own rows: a run at another limit rewrites them anew."""
+    limit = ((machine or {}).get("config") or {}).get("package", {}).get("limit")
+    return table.under_package_limit(limit) if isinstance(limit, str) else table
 
 
 def _first_error(err: ValidationError) -> str:

@@ -25,6 +25,7 @@ from app.platforms import store
 from app.platforms.machine import (
     CounterSummary,
     TableMatch,
+    as_registered,
     counter_summary,
     machine_platform,
     recognise_dump,
@@ -141,8 +142,8 @@ def _builtin_read(p: Platform) -> PlatformRead:
 
 
 def _custom_read(row: Any) -> PlatformRead:
-    table = Platform.model_validate_json(row.table)
     machine = orjson.loads(row.machine) if row.machine else None
+    table = as_registered(Platform.model_validate_json(row.table), machine)
     facts = _table_facts(table)
     based_on = row.based_on
     if machine is not None and "recognition" in machine:
@@ -389,7 +390,7 @@ def import_dump(
 
 
 def _machine_run(
-    dump: SysfsDump, recognised: dict[str, Any], table: Platform, topology: dict[str, int]
+    dump: SysfsDump, recognised: dict[str, Any], table: Platform, topology: dict[str, Any]
 ) -> dict[str, Any]:
     """The config that is the machine: recognition's (its governor, disabled states and package
     limit) on the stored table and the dump's online layout; for a table nothing explains, the

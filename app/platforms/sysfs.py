@@ -4,24 +4,32 @@ The dump is what `DUMP_COMMAND` prints (one `path:value` record per line, as `gr
 them), optionally preceded by the header lines `idlelab collect` adds (`/proc/cpuinfo`,
 `/proc/sys/kernel/osrelease`, `/proc/uptime` records and a `# time:` comment). Anything else is
 refused with a `DumpError` that names the line and the reason, so the API can answer 422.
+
+`app.platforms.sysfs_records` reads the lines into records, one at a time; this module makes the
+machine of them and checks them against each other (every CPU the same table, one CPU in one
+package, one driver, two snapshots whose counters only grow).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import zlib
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-# Bounds: by CPUs and states, never by a line count (a 1,024-CPU dump with topology is ~3.5 MB).
-MAX_CPUS = 1024
-MAX_STATES = 32
-# The highest CPU number x86 Linux can have (CONFIG_NR_CPUS is at most 8192): a CPU list such as
-# "0-4000000000" is refused before it becomes a list.
-MAX_CPU_NUMBER = 8191
+from app.platforms.sysfs_records import (
+    STATE_COUNTER_FIELDS,
+    STATE_TABLE_FIELDS,
+    TOPOLOGY_INT_FIELDS,
+    DumpError,
+    Record,
+    Records,
+    parse_cpu_list,
+    parse_int,
+    read_records,
+    text_lines,
+)
 
 GREP_COMMAND = (
     "grep -r . /sys/devices/system/cpu/cpu*/cpuidle/ /sys/devices/system/cpu/cpu*/topology/ "
@@ -51,41 +59,9 @@ DUMP_COMMAND = (
 
 # sysfs prints `power` unsigned: POLL's -1 reads 4294967295; 0 means unknown too.
 _POWER_UNKNOWN = {0, 4294967295}
-_STATE_TABLE_FIELDS = ("name", "desc", "latency", "residency", "power", "default_status")
-_STATE_COUNTER_FIELDS = ("usage", "time", "above", "below", "rejected")
-_STATE_FIELDS = {*_STATE_TABLE_FIELDS, *_STATE_COUNTER_FIELDS, "disable", "s2idle/usage", "s2idle/time"}
-_TOPOLOGY_INT_FIELDS = ("physical_package_id", "die_id", "cluster_id", "core_id")
-_TOPOLOGY_LIST_FIELDS = ("thread_siblings_list", "core_cpus_list", "core_siblings_list", "package_cpus_list")
-_GLOBAL_FIELDS = (
-    "available_governors", "current_driver", "current_governor", "current_governor_ro", "intel_c1_demotion"
-)  # fmt: skip
-_SYSTEM_LINE = re.compile(r"^/sys/devices/system/cpu/(nohz_full|isolated)$")
-_PM_QOS_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/power/pm_qos_resume_latency_us$")
-_HZ_LINE = re.compile(r"^(/boot/config-[^:/]{1,200}|/proc/config\.gz)$")
 # `idlelab collect --interval` writes a second snapshot of the counters after this line.
 SNAPSHOT_MARK = "# snapshot: 2"
-_CPUINFO_KEYS = {"vendor_id", "cpu family", "model", "model name"}
-# Per processor: its package and core, and the counts the first processor states for all.
-_CPUINFO_TOPOLOGY_KEYS = {"physical id", "core id", "siblings", "cpu cores"}
-# A gzip body is inflated up to this much: a 1,024-CPU dump of two snapshots fits.
-MAX_INFLATED_BYTES = 32 * 1024 * 1024
-
-# Digit runs are bounded so that a hostile line cannot ask int() for a million-digit number.
-_CPU_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/(cpuidle|topology)/(.+)$")
-_ONLINE_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpu(\d{1,6})/online$")
-_GLOBAL_LINE = re.compile(r"^(?:/sys/devices/system/cpu/)?cpuidle/([^/]+)$")
-_STATE_PATH = re.compile(r"^state(\d{1,6})/(.+)$")
 _MWAIT = re.compile(r"MWAIT\s+(0x[0-9a-fA-F]+)")
-_CPU_LIST = re.compile(r"^\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*$")
-
-
-class DumpError(ValueError):
-    """The dump is not a usable sysfs cpuidle dump; `line` (1-based) is where, None for the whole file."""
-
-    def __init__(self, line: int | None, reason: str) -> None:
-        super().__init__(f"line {line}: {reason}" if line is not None else reason)
-        self.line = line
-        self.reason = reason
 
 
 class _Model(BaseModel):
@@ -144,6 +120,9 @@ class Topology(_Model):
     note: str = ""
     online_cpus: int | None = None  # None in machines stored before it was kept: `cpus`
     cores_per_module: int | None = None  # cores sharing a cluster_id, where the dump has them
+    # Online CPUs of each package, in package order, where the records place them all (None when
+    # inferred, or in machines stored before it was kept).
+    package_cpus: list[int] | None = None
     source: str = ""  # "sysfs topology", "/proc/cpuinfo", or what it was inferred from
 
 
@@ -180,237 +159,14 @@ class SysfsDump(_Model):
 # ----------------------------------------------------------------------------------------- parsing
 
 
-def _inflate(data: bytes) -> bytes:
-    """A gzip file's content (what `gzip machine.txt` makes), bounded against a decompression bomb."""
-    out = zlib.decompressobj(wbits=31)
-    try:
-        text = out.decompress(data, MAX_INFLATED_BYTES)
-    except zlib.error as err:
-        raise DumpError(None, f"a damaged gzip body: {err}") from None
-    if out.unconsumed_tail:
-        raise DumpError(None, f"the gzip body inflates to more than {MAX_INFLATED_BYTES // 2**20} MiB")
-    return text
-
-
-def _text_lines(data: bytes | str) -> list[str]:
-    if isinstance(data, bytes) and data[:2] == b"\x1f\x8b":
-        data = _inflate(data)
-    if isinstance(data, bytes):
-        nul = data.find(b"\0")
-        if nul >= 0:
-            raise DumpError(data.count(b"\n", 0, nul) + 1, "binary data (a NUL byte): not a text dump")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise DumpError(data.count(b"\n", 0, err.start) + 1, "not UTF-8 text") from None
-    else:
-        text = data
-        nul = text.find("\0")
-        if nul >= 0:
-            raise DumpError(text.count("\n", 0, nul) + 1, "binary data (a NUL byte): not a text dump")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last record
-    # A file that went through a Windows editor: sysfs values never end in a carriage return.
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-
-
-def _int(value: str, line: int, what: str, *, signed: bool = False) -> int:
-    v = value.strip()
-    if not re.fullmatch(r"-?\d{1,20}" if signed else r"\d{1,20}", v):
-        kind = "an integer" if signed else "a non-negative integer"
-        raise DumpError(line, f"{what}: expected {kind}, got {value!r}")
-    return int(v)
-
-
-def _cpu_list(value: str, line: int, what: str) -> list[int]:
-    v = value.strip()
-    if not _CPU_LIST.match(v):
-        raise DumpError(line, f"{what}: expected a CPU list such as '0-39,160-199', got {value!r}")
-    parts = v.split(",")
-    if len(parts) > MAX_CPUS:  # each part may span thousands of CPUs: bound the work, not just the length
-        raise DumpError(line, f"{what}: {len(parts)} ranges, more than {MAX_CPUS}")
-    out: list[int] = []
-    for part in parts:
-        lo_s, _, hi_s = part.partition("-")
-        lo, hi = int(lo_s), int(hi_s or lo_s)
-        if hi < lo or hi > MAX_CPU_NUMBER:
-            raise DumpError(line, f"{what}: bad CPU range {part!r} (CPU numbers go up to {MAX_CPU_NUMBER})")
-        out.extend(range(lo, hi + 1))
-    return sorted(set(out))
-
-
-class _Field:
-    """A single-line sysfs file's value and the line it came from."""
-
-    __slots__ = ("value", "line")
-
-    def __init__(self, value: str, line: int) -> None:
-        self.value = value
-        self.line = line
-
-
-def _put(into: dict[str, _Field], key: str, value: str, line: int, where: str) -> None:
-    """Record a file's value; the same file twice must say the same thing."""
-    old = into.get(key)
-    if old is None:
-        into[key] = _Field(value, line)
-    elif old.value != value:
-        raise DumpError(
-            line, f"contradictory values: {where} is {value!r} here and {old.value!r} on line {old.line}"
-        )
-
-
-class _Raw:
-    """The records of a dump, grouped by what they describe, before any cross-checks."""
-
-    def __init__(self) -> None:
-        self.states: dict[tuple[int, int], dict[str, _Field]] = {}
-        self.state_first_line: dict[tuple[int, int], int] = {}
-        self.topology: dict[int, dict[str, _Field]] = {}
-        self.cpu_driver: dict[str, _Field] = {}
-        self.cpu_first_line: dict[int, int] = {}
-        self.globals: dict[str, _Field] = {}
-        self.cpuinfo: dict[str, _Field] = {}
-        self.cpuinfo_cpus: dict[int, dict[str, _Field]] = {}  # per processor: its topology keys
-        self.cpuinfo_processor: int | None = None  # the processor whose keys come next
-        self.online: dict[str, _Field] = {}
-        self.proc: dict[str, _Field] = {}
-        self.collected_at: str | None = None
-        self.grep_errors: list[int] = []
-
-
-def _read_records(lines: list[str], first_line: int = 1) -> _Raw:
-    raw = _Raw()
-    for n, text in enumerate(lines, start=first_line):
-        if not text.strip():
-            continue  # grep prints none; a hand-edited file may have some
-        if text.startswith("#"):
-            m = re.match(r"#\s*time:\s*(.+?)\s*$", text)
-            if m:
-                try:
-                    datetime.fromisoformat(m.group(1))
-                except ValueError:
-                    raise DumpError(
-                        n, f"time: expected an ISO 8601 date and time, got {m.group(1)!r}"
-                    ) from None
-                raw.collected_at = m.group(1)
-            continue
-        if text.startswith("grep: "):
-            raw.grep_errors.append(n)  # an unreadable path, reported by grep on stderr (2>&1)
-            continue
-        path, sep, value = text.partition(":")
-        if not sep:
-            raise DumpError(n, "truncated or foreign line: no ':' after a path")
-        if value == "":
-            raise DumpError(n, f"truncated line: {path} has no value (grep -r . prints no empty values)")
-        _read_record(raw, n, path, value)
-    return raw
-
-
-def _read_record(raw: _Raw, n: int, path: str, value: str) -> None:
-    if _HZ_LINE.match(path):
-        m = re.fullmatch(r"CONFIG_HZ=(\d{1,5})", value.strip())
-        if not m:
-            raise DumpError(n, f"{path}: expected CONFIG_HZ=<number>, got {value!r}")
-        _put(raw.proc, "CONFIG_HZ", m.group(1), n, "CONFIG_HZ")
-        return
-    if path.startswith("/proc/"):
-        _read_proc(raw, n, path, value)
-        return
-    m = _SYSTEM_LINE.match(path) or _PM_QOS_LINE.match(path)
-    if m:
-        key = path.removeprefix("/sys/devices/system/cpu/")
-        _put(raw.proc, key, value.strip(), n, path)
-        return
-    m = _CPU_LINE.match(path)
-    if m:
-        cpu = int(m.group(1))
-        if cpu > MAX_CPU_NUMBER:
-            raise DumpError(n, f"cpu{cpu}: CPU numbers go up to {MAX_CPU_NUMBER}")
-        if cpu not in raw.cpu_first_line:
-            if len(raw.cpu_first_line) >= MAX_CPUS:
-                raise DumpError(
-                    n, f"too many CPUs: cpu{cpu} is CPU number {MAX_CPUS + 1}; at most {MAX_CPUS}"
-                )
-            raw.cpu_first_line[cpu] = n
-        group, rest = m.group(2), m.group(3)
-        if group == "topology":
-            _read_topology(raw, n, cpu, rest, value)
-        else:
-            _read_cpuidle(raw, n, cpu, rest, value)
-        return
-    m = _ONLINE_LINE.match(path)
-    if m:
-        cpu = int(m.group(1))
-        if _int(value, n, f"cpu{cpu}/online") not in (0, 1):
-            raise DumpError(n, f"cpu{cpu}/online: expected 0 or 1, got {value!r}")
-        _put(raw.online, str(cpu), value.strip(), n, f"cpu{cpu}/online")
-        raw.cpu_first_line.setdefault(cpu, n)
-        return
-    m = _GLOBAL_LINE.match(path)
-    if m:
-        if m.group(1) in _GLOBAL_FIELDS:
-            _put(raw.globals, m.group(1), value, n, f"cpuidle/{m.group(1)}")
-        return  # another global file: newer kernels may add some
-    raise DumpError(n, f"not a record of a sysfs cpuidle dump: {path[:80]!r}")
-
-
-def _read_proc(raw: _Raw, n: int, path: str, value: str) -> None:
-    if path == "/proc/cpuinfo":
-        key, sep, val = value.partition(":")
-        key = key.strip()
-        if not sep:
-            raise DumpError(n, f"/proc/cpuinfo: expected 'key : value', got {value!r}")
-        if key == "processor":
-            raw.cpuinfo_processor = _int(val, n, "/proc/cpuinfo processor")
-            if raw.cpuinfo_processor > MAX_CPU_NUMBER:
-                raise DumpError(n, f"/proc/cpuinfo processor: CPU numbers go up to {MAX_CPU_NUMBER}")
-        elif key in _CPUINFO_TOPOLOGY_KEYS and raw.cpuinfo_processor is not None:
-            where = f"/proc/cpuinfo processor {raw.cpuinfo_processor} {key}"
-            _put(raw.cpuinfo_cpus.setdefault(raw.cpuinfo_processor, {}), key, val.strip(), n, where)
-        if key in _CPUINFO_KEYS and key not in raw.cpuinfo:
-            raw.cpuinfo[key] = _Field(val.strip(), n)  # the first processor's; later ones repeat it
-        return
-    if path in ("/proc/uptime", "/proc/sys/kernel/osrelease", "/proc/cmdline"):
-        _put(raw.proc, path, value, n, path)
-        return
-    raise DumpError(n, f"not a record of a sysfs cpuidle dump: {path[:80]!r}")
-
-
-def _read_cpuidle(raw: _Raw, n: int, cpu: int, rest: str, value: str) -> None:
-    if rest == "driver/name":
-        _put(raw.cpu_driver, str(cpu), value, n, f"cpu{cpu}/cpuidle/driver/name")
-        return
-    m = _STATE_PATH.match(rest)
-    if not m:
-        return  # another per-CPU cpuidle file
-    idx = int(m.group(1))
-    if idx >= MAX_STATES:
-        raise DumpError(
-            n, f"too many states: state{idx}; at most {MAX_STATES} (state0..state{MAX_STATES - 1})"
-        )
-    key = (cpu, idx)
-    fields = raw.states.setdefault(key, {})
-    raw.state_first_line.setdefault(key, n)
-    name = m.group(2)
-    if name in _STATE_FIELDS:
-        _put(fields, name, value, n, f"cpu{cpu}/cpuidle/state{idx}/{name}")
-
-
-def _read_topology(raw: _Raw, n: int, cpu: int, rest: str, value: str) -> None:
-    if rest in _TOPOLOGY_INT_FIELDS or rest in _TOPOLOGY_LIST_FIELDS:
-        _put(raw.topology.setdefault(cpu, {}), rest, value, n, f"cpu{cpu}/topology/{rest}")
-
-
 def parse_dump(data: bytes | str) -> SysfsDump:
     """Parse a sysfs dump; raise `DumpError(line, reason)` on anything that is not one."""
-    lines = _text_lines(data)
+    lines = text_lines(data)
     if not any(ln.strip() for ln in lines):
         raise DumpError(None, "the file is empty")
     mark = next((i for i, ln in enumerate(lines) if ln.startswith(SNAPSHOT_MARK)), None)
-    raw = _read_records(lines if mark is None else lines[:mark])
-    later = None if mark is None else _read_records(lines[mark + 1 :], first_line=mark + 2)
+    raw = read_records(lines if mark is None else lines[:mark])
+    later = None if mark is None else read_records(lines[mark + 1 :], first_line=mark + 2)
     # Most KVM guests have no cpuidle driver: no states, and current_driver says "none".
     no_driver = "current_driver" in raw.globals and raw.globals["current_driver"].value.strip() == "none"
     if not raw.states and not (no_driver and raw.cpu_first_line):
@@ -478,13 +234,13 @@ def parse_dump(data: bytes | str) -> SysfsDump:
     )
 
 
-def _proc(raw: _Raw, key: str) -> str | None:
+def _proc(raw: Records, key: str) -> str | None:
     f = raw.proc.get(key)
     return f.value.strip() if f is not None else None
 
 
 def _over_window(
-    raw: _Raw, later: _Raw, cpus: list[CpuRecord], n_states: int, mark_line: int
+    raw: Records, later: Records, cpus: list[CpuRecord], n_states: int, mark_line: int
 ) -> tuple[list[CpuRecord], float, float]:
     """Each CPU's counters as the second snapshot's minus the first's, and the window's length."""
     first_up, second_up = _uptime(raw), _uptime(later)
@@ -519,17 +275,17 @@ def _over_window(
     return out, second_up, window
 
 
-def _cpuinfo(raw: _Raw, key: str) -> str | None:
+def _cpuinfo(raw: Records, key: str) -> str | None:
     f = raw.cpuinfo.get(key)
     return f.value if f is not None else None
 
 
-def _cpuinfo_int(raw: _Raw, key: str) -> int | None:
+def _cpuinfo_int(raw: Records, key: str) -> int | None:
     f = raw.cpuinfo.get(key)
-    return _int(f.value, f.line, f"/proc/cpuinfo {key}") if f is not None else None
+    return parse_int(f.value, f.line, f"/proc/cpuinfo {key}") if f is not None else None
 
 
-def _uptime(raw: _Raw) -> float | None:
+def _uptime(raw: Records) -> float | None:
     f = raw.proc.get("/proc/uptime")
     if f is None:
         return None
@@ -543,7 +299,7 @@ def _uptime(raw: _Raw) -> float | None:
     return up
 
 
-def _driver(raw: _Raw) -> str | None:
+def _driver(raw: Records) -> str | None:
     """The cpuidle driver; one serves every CPU, so a dump naming two is refused."""
     named = [(f.value.strip(), f.line, f"cpu{cpu}/cpuidle/driver/name") for cpu, f in raw.cpu_driver.items()]
     f = raw.globals.get("current_driver")
@@ -559,7 +315,7 @@ def _driver(raw: _Raw) -> str | None:
     return named[0][0] if named else None
 
 
-def _governor(raw: _Raw) -> str | None:
+def _governor(raw: Records) -> str | None:
     rw, ro = raw.globals.get("current_governor"), raw.globals.get("current_governor_ro")
     if rw is not None and ro is not None and rw.value.strip() != ro.value.strip():
         raise DumpError(
@@ -571,7 +327,7 @@ def _governor(raw: _Raw) -> str | None:
     return f.value.strip() if f is not None else None
 
 
-def _build_states(raw: _Raw) -> list[DumpState]:
+def _build_states(raw: Records) -> list[DumpState]:
     indices = sorted({idx for _, idx in raw.states})
     for pos, idx in enumerate(indices):
         if pos != idx:
@@ -586,12 +342,12 @@ def _build_states(raw: _Raw) -> list[DumpState]:
         keys = sorted(k for k in raw.states if k[1] == idx)
         table: dict[str, tuple[str, int, int]] = {}  # field -> (value, line, cpu) of the first CPU
         for cpu, _ in keys:
-            for fname in _STATE_TABLE_FIELDS:
+            for fname in STATE_TABLE_FIELDS:
                 f = raw.states[(cpu, idx)].get(fname)
                 if f is None:
                     continue
                 if fname in ("latency", "residency", "power"):
-                    _int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/{fname}")  # a bad number first
+                    parse_int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/{fname}")  # a bad number first
                 first = table.get(fname)
                 if first is None:
                     table[fname] = (f.value, f.line, cpu)
@@ -607,7 +363,7 @@ def _build_states(raw: _Raw) -> list[DumpState]:
             f = raw.states[(cpu, idx)].get("disable")
             if f is None:
                 continue
-            v = _int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/disable")
+            v = parse_int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/disable")
             if v not in (0, 1):
                 raise DumpError(
                     f.line, f"cpu{cpu}/cpuidle/state{idx}/disable: expected 0 or 1, got {f.value!r}"
@@ -644,10 +400,10 @@ def _table_int(table: Mapping[str, tuple[str, int, int]], fname: str, idx: int) 
     if fname not in table:
         return None
     value, line, cpu = table[fname]
-    return _int(value, line, f"cpu{cpu}/cpuidle/state{idx}/{fname}")
+    return parse_int(value, line, f"cpu{cpu}/cpuidle/state{idx}/{fname}")
 
 
-def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
+def _build_cpus(raw: Records, n_states: int) -> list[CpuRecord]:
     out: list[CpuRecord] = []
     for cpu in sorted(raw.cpu_first_line):
         counters: list[StateCounters | None] = []
@@ -657,9 +413,10 @@ def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
                 counters.append(None)
                 continue
             vals: dict[str, int | None] = {}
-            for fname in _STATE_COUNTER_FIELDS:
+            for fname in STATE_COUNTER_FIELDS:
                 f = fields.get(fname)
-                vals[fname] = _int(f.value, f.line, f"cpu{cpu}/cpuidle/state{idx}/{fname}") if f else None
+                where = f"cpu{cpu}/cpuidle/state{idx}/{fname}"
+                vals[fname] = parse_int(f.value, f.line, where) if f else None
             counters.append(
                 StateCounters(
                     usage=vals["usage"],
@@ -671,9 +428,9 @@ def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
             )
         topo = raw.topology.get(cpu, {})
         ids: dict[str, int | None] = {}
-        for fname in _TOPOLOGY_INT_FIELDS:
+        for fname in TOPOLOGY_INT_FIELDS:
             f = topo.get(fname)
-            ids[fname] = _int(f.value, f.line, f"cpu{cpu}/topology/{fname}", signed=True) if f else None
+            ids[fname] = parse_int(f.value, f.line, f"cpu{cpu}/topology/{fname}", signed=True) if f else None
         siblings = _siblings(cpu, topo)
         info = raw.cpuinfo_cpus.get(cpu, {})
         package_id, core_id = ids["physical_package_id"], ids["core_id"]
@@ -681,7 +438,7 @@ def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
             f = info.get(key)
             if f is None:
                 continue
-            value = _int(f.value, f.line, f"/proc/cpuinfo processor {cpu} {key}")
+            value = parse_int(f.value, f.line, f"/proc/cpuinfo processor {cpu} {key}")
             if sysfs_value is not None and sysfs_value != value:
                 what = "physical_package_id" if key == "physical id" else "core_id"
                 raise DumpError(
@@ -713,13 +470,13 @@ def _build_cpus(raw: _Raw, n_states: int) -> list[CpuRecord]:
     return out
 
 
-def _siblings(cpu: int, topo: Mapping[str, _Field]) -> list[int] | None:
+def _siblings(cpu: int, topo: Mapping[str, Record]) -> list[int] | None:
     """The CPU's SMT siblings; thread_siblings_list and core_cpus_list are the same file under two names."""
-    found: list[tuple[list[int], _Field]] = []
+    found: list[tuple[list[int], Record]] = []
     for fname in ("core_cpus_list", "thread_siblings_list"):
         f = topo.get(fname)
         if f is not None:
-            found.append((_cpu_list(f.value, f.line, f"cpu{cpu}/topology/{fname}"), f))
+            found.append((parse_cpu_list(f.value, f.line, f"cpu{cpu}/topology/{fname}"), f))
     if not found:
         return None
     if len(found) == 2 and found[0][0] != found[1][0]:
@@ -736,7 +493,7 @@ def _siblings(cpu: int, topo: Mapping[str, _Field]) -> list[int] | None:
     return lst
 
 
-def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[str]]:
+def _build_topology(raw: Records, cpus: list[CpuRecord]) -> tuple[Topology, list[str]]:
     by_cpu = {c.cpu: c for c in cpus}
     online = [c for c in cpus if c.online]
     n, n_online = len(cpus), len(online)
@@ -820,6 +577,7 @@ def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[st
     sizes = {len(m) for m in groups.values()}
     if len(sizes) > 1:
         notes.append(f"cores have {sorted(sizes)} online threads: some siblings are offline")
+    package_cpus = [sum(1 for key in core_of.values() if key[0] == p) for p in packages]
     return (
         Topology(
             cpus=n,
@@ -829,6 +587,7 @@ def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[st
             cores_per_socket=cores_per_socket,
             threads_per_core=threads,
             cores_per_module=_cores_per_module(placed, core_of),
+            package_cpus=None if unplaced else package_cpus,
             inferred=False,
             note=note,
             source=source,
@@ -837,7 +596,7 @@ def _build_topology(raw: _Raw, cpus: list[CpuRecord]) -> tuple[Topology, list[st
     )
 
 
-def _check_packages(raw: _Raw, placed: list[CpuRecord]) -> None:
+def _check_packages(raw: Records, placed: list[CpuRecord]) -> None:
     """Each CPU in one package: its package's CPU list names no CPU of another package."""
     package_of = {c.cpu: c.package_id for c in placed}
     for c in placed:
@@ -845,7 +604,7 @@ def _check_packages(raw: _Raw, placed: list[CpuRecord]) -> None:
             f = raw.topology.get(c.cpu, {}).get(fname)
             if f is None:
                 continue
-            for other in _cpu_list(f.value, f.line, f"cpu{c.cpu}/topology/{fname}"):
+            for other in parse_cpu_list(f.value, f.line, f"cpu{c.cpu}/topology/{fname}"):
                 if other in package_of and package_of[other] != c.package_id:
                     raise DumpError(
                         f.line,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
@@ -126,6 +127,44 @@ def test_every_param_has_kind_and_source(name: str) -> None:
     for where, p in params:
         assert p.kind in get_args(Kind), where
         assert p.source.strip(), f"{name}: {where} has no source"
+
+
+# A kernel commit as a row cites it: 12 to 40 hex digits, standing alone.
+COMMIT = re.compile(r"(?<![0-9a-zA-Z])[0-9a-f]{12,40}(?![0-9a-zA-Z])")
+# A shortened id (7-11 hex digits with a letter, or 8-11 digits) that readers cannot look up safely.
+SHORT_ID = re.compile(r"(?<![0-9a-zA-Z.])(?:(?=[0-9]*[a-f])[0-9a-f]{7,11}|[0-9]{8,11})(?![0-9a-zA-Z])")
+# "not determined" must be followed by the reason (a colon, or "because").
+UNDETERMINED = re.compile(r"not determined(:| because)\s*\S")
+INTEL_IDLE = sorted(n for n, p in BUILTIN_PLATFORMS.items() if p.driver == "intel_idle")
+
+
+def _table_sources(platform: Platform) -> Iterator[tuple[str, str]]:
+    for s in platform.states:
+        if not s.is_poll:
+            yield s.name, s.source
+    for t in platform.socket_tables:
+        yield t.table, t.source
+    if platform.package is not None:
+        for state, rewrite in platform.package.limited_table.items():
+            yield f"{state} (package limit)", rewrite.source
+
+
+@pytest.mark.parametrize("name", INTEL_IDLE)
+def test_every_row_cites_its_commit_or_says_why_not(name: str) -> None:
+    for where, source in _table_sources(load_platform(name)):
+        assert source.strip(), f"{name} {where}: no source"
+        assert not SHORT_ID.search(source), f"{name} {where}: shortened commit id in {source!r}"
+        # The copy the row was read from is a commit too: the row must name the one that set it.
+        cited = set(COMMIT.findall(source)) - {"244b1f05fbb6"}
+        assert cited or UNDETERMINED.search(source), f"{name} {where}: cites no commit and no reason"
+
+
+def test_row_provenance_check_rejects_what_it_should() -> None:
+    assert SHORT_ID.search("table added by f9e71657 ('intel_idle: Add SKX support')")
+    assert SHORT_ID.search("PC6-off rewrite: 64233338 (skx_idle_state_table_update())")
+    assert not SHORT_ID.search("C6 becomes 92/276 after 100000 us, f9e71657c2c0")
+    assert not UNDETERMINED.search("introducing commit is not determined here")
+    assert UNDETERMINED.search("setting commit not determined: no patch changes them")
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_PLATFORMS))

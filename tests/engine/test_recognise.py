@@ -1,80 +1,13 @@
-"""Recognition of a dump's table and its variants (engine/recognise.py), on the seven development
-dumps and on tables made to show each of the kernel's reasons a dump differs from its table."""
+"""Recognition of a dump's table and its variants (engine/recognise.py), on tables made to show each
+of the kernel's reasons a dump differs from its table (the seven development dumps, read by the
+app's importer, are tests/app/platforms/test_recognise_machines.py)."""
 
 from __future__ import annotations
 
-import gzip
-from pathlib import Path
-
 import pytest
 
-import engine
-from app.platforms.sysfs import parse_dump
 from engine import SimConfig, load_platform, simulate
 from engine.recognise import DumpState, DumpTable, recognise
-
-MACHINES = Path(engine.__file__).resolve().parent.parent / "tests" / "data" / "machines"
-
-# The brief's expectations: (based_on, variants, driver).
-EXPECTED = {
-    "sklep0": ("skx", [], "intel_idle"),
-    "icx2s3": ("icx", [], "intel_idle"),
-    "emr9": ("spr", [], "intel_idle"),
-    "srf8": ("srf", [], "intel_idle"),
-    # bdw's C7s..C10 are not enumerated by a Broadwell-EP's CPUID (MWAIT majors 3-6), and C3 is
-    # missing from its _CST (default_status disabled).
-    "bdwep0": ("bdw", ["mwait-subset:C7s,C8,C9,C10", "acpi-off:C3"], "intel_idle"),
-    "adl0": ("adl_l", ["unusable:C1"], "intel_idle"),
-    "milan0": ("acpi_idle", [], "acpi_idle"),
-}
-
-
-def dump_table(name: str) -> DumpTable:
-    """What the app's importer knows of a development dump, as recognition takes it."""
-    d = parse_dump(gzip.open(MACHINES / f"{name}-sysfs.txt.gz").read())
-    return DumpTable(
-        states=[
-            DumpState(
-                name=s.name,
-                desc=s.desc,
-                latency_us=s.latency_us,
-                residency_us=s.residency_us,
-                default_status=s.default_status,  # type: ignore[arg-type]
-                disabled=s.disabled,
-            )
-            for s in d.states
-        ],
-        driver=d.driver,
-        governor=d.governor,
-        cpu_family=d.cpu_family,
-        cpu_model=d.cpu_model,
-        online_cpus=len(d.cpus),
-    )
-
-
-@pytest.mark.parametrize("machine", sorted(EXPECTED))
-def test_development_dumps(machine: str) -> None:
-    table = dump_table(machine)
-    r = recognise(table)
-    based_on, variants, driver = EXPECTED[machine]
-    assert (r.based_on, r.variant, r.driver) == (based_on, variants, driver)
-    assert r.governor == "menu"
-    assert r.family_modelled == load_platform(based_on).family_modelled
-    # The run has exactly the dump's online CPUs, its governor, and its states.
-    config = SimConfig.model_validate(r.config)
-    assert config.n_cpus() == table.online_cpus
-    assert config.topology.cpus == table.online_cpus
-    assert config.governor.name == "menu"
-    assert config.resolve_platform().state_names() == [s.name for s in table.states]
-
-
-def test_a_dump_is_simulated_as_it_is() -> None:
-    """srf8: 128 online CPUs, its own table with C6S and C6SP, module and package states."""
-    r = recognise(dump_table("srf8"))
-    body = {**r.config, "duration_ms": 2}
-    result = simulate(SimConfig.model_validate(body))
-    assert result.cpus == 128
-    assert result.hardware.module_states == ["MC6"] and "PC6" in result.hardware.package_states
 
 
 def _rows(
@@ -186,3 +119,15 @@ def test_the_cpu_model_narrows_the_candidates() -> None:
     # icx and spr differ only in C1E; with SPR's model number an icx table is not an spr one.
     assert _recognise(_rows("spr"), cpu_family=6, cpu_model=0x8F)[:2] == ("spr", [])
     assert _recognise(_rows("icx"), cpu_family=6, cpu_model=0x8F)[0] is None
+
+
+def test_uneven_packages_are_simulated_as_such() -> None:
+    # 2 packages with 6 and 4 online CPUs: 2 sockets of that many single-thread cores, not 1 socket.
+    r = recognise(
+        DumpTable(
+            states=_rows("skx"), driver="intel_idle", packages=2, online_cpus=10, cpus_per_socket=[6, 4]
+        )
+    )
+    topology = {"sockets": 2, "cpus_per_socket": [6, 4], "threads_per_core": 1, "cpus": 10}
+    assert r.config["topology"] == topology
+    assert simulate(SimConfig.model_validate({**r.config, "duration_ms": 2})).cpus == 10

@@ -10,7 +10,7 @@ import pytest
 
 from app.platforms.service import derive_name
 from app.platforms.sysfs import parse_dump
-from engine import load_platform
+from engine import Platform, load_platform
 from tests.app.platforms.machines import (
     HEADER,
     SKX,
@@ -90,6 +90,28 @@ def test_a_variant_and_an_inferred_topology_are_said_so(app_client: Any) -> None
     # PC6-off means a package limit of PC0 or PC2: the run takes PC2, and says it is inferred.
     assert body["machine"]["config"]["package"] == {"limit": "PC2"}
     assert any("PC2 is taken (inferred)" in n for n in body["table"]["notes"])
+
+
+def test_a_pc6_off_machine_shows_the_c6_its_kernel_registers(app_client: Any) -> None:
+    # skx_idle_state_table_update(): with package C6 off the kernel registers C6 at 92/276, as the
+    # dump shows; the page and the API show that, while the stored kernel rows stay for other limits.
+    text = grep_text(machine_files(SKX_PC6_OFF, 96, layout=skx_layout), HEADER)
+    post_dump(app_client, text, name="skx-pc6-off")
+    body = app_client.get("/api/platforms/skx-pc6-off").json()
+    c6 = body["table"]["states"][3]
+    assert (c6["name"], c6["exit_latency_us"], c6["target_residency_us"]) == ("C6", 92, 276)
+    assert body["intel_idle_table"] == "C1:2:2,C1E:10:20,C6:92:276"
+    assert body["table"]["package"]["limited_table"]["C6"]["exit_latency_us"] == 92
+    page = app_client.get("/platforms/skx-pc6-off").text
+    assert "C6:92:276" in page and "C6 92/276 us" in page
+    assert "C6:133:600" not in page and "C6 133/600 us" not in page
+    # A run at the machine's limit simulates the same C6; one at PC6 would get the kernel's 133/600.
+    run = app_client.post("/api/platforms/skx-pc6-off/simulate").json()
+    config = app_client.get(f"/api/runs/{run['id']}").json()["config"]
+    assert config["package"]["limit"] == "PC2"
+    table = Platform.model_validate(config["platform_table"])
+    assert table.under_package_limit("PC2").states[3].exit_latency_us == 92
+    assert table.under_package_limit("PC6").states[3].exit_latency_us == 133
 
 
 def test_disabled_states_become_the_runs_disabled_states(app_client: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import engine
 from tests.app.platforms.machines import HEADER, SKX, grep_text, machine_files, skx_layout
 from tests.conftest import REPO_ROOT
 
@@ -102,3 +103,48 @@ def test_a_guest_without_a_cpuidle_driver_runs_hlt(app_client: Any) -> None:
         False,
     )
     assert config["topology"]["cpus"] == 4 and config["governor"]["name"] == "fixed"
+
+
+def with_packages_and_offline(text: str, offline: set[int]) -> str:
+    """sklep0 as a machine that says its packages (one die per package on Skylake-SP: die_id is the
+    package) with each CPU its own core, and the `offline` CPUs taken offline, as the kernel shows
+    them: `cpuN/online` 0 and no cpuidle or topology records."""
+    lines: list[str] = []
+    next_core: dict[str, int] = {}
+    cpu_line = re.compile(r"^/sys/devices/system/cpu/cpu(\d+)/")
+    for line in text.splitlines():
+        m = cpu_line.match(line)
+        if m and int(m.group(1)) in offline:
+            continue
+        lines.append(line)
+        die = re.match(r"^(/sys/devices/system/cpu/cpu(\d+)/topology/)die_id:(\d+)$", line)
+        if die:
+            prefix, cpu, package = die.groups()
+            core = next_core.get(package, 0)
+            next_core[package] = core + 1
+            lines += [f"{prefix}physical_package_id:{package}", f"{prefix}core_id:{core}"]
+            lines.append(f"{prefix}thread_siblings_list:{cpu}")
+    lines += [f"/sys/devices/system/cpu/cpu{c}/online:0" for c in sorted(offline)]
+    return "\n".join(lines) + "\n"
+
+
+def test_packages_left_uneven_by_offline_cpus_keep_their_own_cpu_counts(app_client: Any) -> None:
+    text = gzip.decompress((MACHINES / "sklep0-sysfs.txt.gz").read_bytes()).decode()
+    package_1 = {int(c) for c in re.findall(r"cpu(\d+)/topology/die_id:1$", text, re.M)}
+    offline = set(sorted(package_1)[:10])  # 10 of package 1's 52 CPUs
+    answer, config = simulate(app_client, with_packages_and_offline(text, offline).encode(), "sklep0-uneven")
+    assert answer["based_on"] == "skx"
+    topo = config["topology"]
+    assert (topo["sockets"], topo["cpus_per_socket"], topo["cpus"]) == (2, [52, 42], 94)
+    assert topo["threads_per_core"] == 1
+    notes = answer["machine"]["notes"]
+    assert any("10 CPU(s) offline" in n for n in notes)
+    # A run that leaves the layout to the platform (the new-run form's blanks) has it too.
+    run = app_client.post("/api/runs", json={"config": {"platform": "sklep0-uneven", "duration_ms": 1}})
+    assert run.status_code == 202, run.text
+    plain = app_client.get(f"/api/runs/{run.json()['id']}").json()["config"]
+    assert engine.SimConfig.model_validate(plain).socket_cpus() == [52, 42]
+    # The run the answer stored is simulated with those sockets.
+    result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
+    assert result.cpus == 94 and len(result.per_cpu_residency) == 94
+    assert [g.socket for g in result.hardware.sockets] == [0, 1]

@@ -17,7 +17,8 @@ from app.platforms.machine import (
     recognise_dump,
     run_topology,
 )
-from app.platforms.sysfs import MAX_CPUS, DumpError, SysfsDump, parse_dump
+from app.platforms.sysfs import DumpError, SysfsDump, parse_dump
+from app.platforms.sysfs_records import MAX_CPUS
 from engine import BUILTIN_PLATFORMS
 from tests.app.platforms.machines import (
     CLIENT,

@@ -1,0 +1,95 @@
+"""Sockets with different numbers of online CPUs (`topology.cpus_per_socket`): validation, the
+layout the hardware view and the wake-up targets see, and sameness with an even layout."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from engine import SimConfig, simulate
+from engine.simulate import _Prepared
+
+from .test_hardware import exact_config
+
+
+def uneven(counts: list[int], **over: Any) -> SimConfig:
+    return exact_config(topology={"sockets": len(counts), "cpus_per_socket": counts}, **over)
+
+
+@pytest.mark.parametrize(
+    ("topology", "message"),
+    [
+        ({"sockets": 2, "cpus_per_socket": [6]}, "topology.cpus_per_socket: 1 count(s) for 2 socket(s)"),
+        (
+            {"sockets": 2, "cpus_per_socket": [6, 4], "threads_per_core": 2},
+            "topology.threads_per_core: cpus_per_socket needs 1, got 2",
+        ),
+        (
+            {"sockets": 2, "cpus_per_socket": [6, 4], "cpus": 11},
+            "topology.cpus: 11 CPUs given, but cpus_per_socket [6, 4] sums to 10",
+        ),
+        (
+            {"sockets": 2, "cpus_per_socket": [6, 4], "cores_per_socket": 4},
+            "topology.cores_per_socket: must be the largest of cpus_per_socket (6) or unset, got 4",
+        ),
+    ],
+)
+def test_an_uneven_layout_that_does_not_add_up_is_refused(topology: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        SimConfig.model_validate({"platform": "skx", "topology": topology})
+
+
+def test_counts_say_the_cpus_and_the_sockets() -> None:
+    config = SimConfig.model_validate({"platform": "skx", "topology": {"cpus_per_socket": [6, 4]}})
+    # Unset, the socket count is the number of counts (not skx's 2 by chance: 3 counts, 3 sockets).
+    assert (config.n_cpus(), config.topology.sockets, config.threads_per_core()) == (10, 2, 1)
+    three = SimConfig.model_validate({"platform": "skx", "topology": {"cpus_per_socket": [2, 3, 1]}})
+    assert (three.n_cpus(), three.topology.sockets, three.socket_cpus()) == (6, 3, [2, 3, 1])
+
+
+def test_each_socket_has_its_own_cores_and_package() -> None:
+    """Socket 0: CPUs 0-2, socket 1: CPU 3, busy. Socket 0's three cores sit in core C6 and its
+    package in PC2 only (Xeon PC6 waits for every socket); socket 1 never leaves C0."""
+    r = simulate(uneven([3, 1], wakeups={**exact_config().wakeups.model_dump(), "busy_cpus": [3]}))
+    assert r.cpus == 4 and r.sockets == 2
+    assert len(r.hardware.per_core) == 4 and len(r.hardware.per_cpu_busy) == 4
+    s0, s1 = r.hardware.sockets
+    assert s0.core["CC6"] > 0.9 and s0.package["PC2"] > 0.9 and s0.package["PC6"] == 0.0
+    assert s1.core["CC0"] == 1.0 and s1.package["PC0"] == 1.0
+    assert r.hardware.per_cpu_busy[3] == 1.0 and max(r.hardware.per_cpu_busy[:3]) < 0.01
+
+
+def test_same_socket_wakeups_stay_within_the_senders_socket() -> None:
+    # Every call from CPU 1 (socket 0 of CPUs 0-2) targets socket 0, never itself; from CPU 3,
+    # alone on socket 1, the calls must leave the socket.
+    wakeups = {**exact_config().wakeups.model_dump(), "ipis": {"rate_hz": 2000, "same_socket_share": 1.0}}
+    run = _Prepared(uneven([3, 1], wakeups=wakeups))
+    off, dst = run.snd_off, run.snd_dst
+    from_1, from_3 = dst[off[1] : off[2]], dst[off[3] : off[4]]
+    assert len(from_1) > 50 and set(from_1.tolist()) == {0, 2}
+    assert len(from_3) > 50 and set(from_3.tolist()) == {0, 1, 2}
+
+
+def test_equal_counts_run_as_the_even_layout() -> None:
+    wakeups = {**exact_config().wakeups.model_dump(), "ipis": {"rate_hz": 500, "same_socket_share": 0.7}}
+    layout = {"sockets": 2, "cores_per_socket": 3, "threads_per_core": 1}
+    even = exact_config(topology=layout, wakeups=wakeups)
+    counted = uneven([3, 3], wakeups=wakeups)
+    a, b = simulate(even).model_dump(mode="json"), simulate(counted).model_dump(mode="json")
+    a.pop("config_hash"), b.pop("config_hash")
+    assert a == b
+
+
+def test_a_platform_of_uneven_sockets_runs_them_when_the_layout_is_left_to_it() -> None:
+    part = exact_config().resolve_platform()
+    table = part.model_copy(
+        update={"topology": part.topology.model_copy(update={"sockets": 2, "cpus_per_socket": [3, 1]})}
+    )
+    body = {"platform": "exact", "platform_table": table.model_dump(mode="json")}
+    assert SimConfig.model_validate(body).socket_cpus() == [3, 1]
+    # A layout of the run's own replaces the platform's.
+    own = SimConfig.model_validate({**body, "topology": {"sockets": 2, "cores_per_socket": 2}})
+    assert own.socket_cpus() == [2 * own.threads_per_core()] * 2
