@@ -267,7 +267,7 @@ def _update_v6_6(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray,
     else:
         g[c, inter + idx_duration] += PULSE
         if recent_kept:
-            g[c, recent + idx_duration] += 1
+            g[c, recent + idx_duration] = (g[c, recent + idx_duration] + 1) & (U32 - 1)
             g[c, G_T_RECENT_IDX + slot] = idx_duration
     g[c, G_T_TOTAL] = total + PULSE
 
