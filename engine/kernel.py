@@ -1294,6 +1294,11 @@ def _enter_idle(
         delta_tick = _tick_after(cs, c, t_start, tick_ns) - t_start
     if ip[I_NOHZ] == 0:
         sleep_length = min(sleep_length, delta_tick)
+    tick_stays = ip[I_NOHZ] == 1 and _tick_stays(cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns)
+    if tick_stays:
+        # tick_nohz_next_event() bails out (returns 0), so tick_nohz_get_sleep_length() gives the
+        # governor the time to the next tick, `delta_next` (kernel/time/tick-sched.c).
+        sleep_length = delta_tick
     oracle = INF
     if ip[I_GOV] == GOV_ORACLE:
         # The next wake-up this CPU will see: timers, device interrupts, signals in flight and
@@ -1316,9 +1321,7 @@ def _enter_idle(
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
     ctr[K_SELECTS] += 1
     ctr[K_SELECTS_TICK_STOPPED] += int(tick_stopped)
-    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(
-        cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns
-    ):
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not tick_stays:
         cs[c, C_TICK_STOPPED] = 1
     else:
         cs[c, C_TICK_STOPPED] = 0

@@ -43,7 +43,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.6.0"
+ENGINE_VERSION = "0.7.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
