@@ -66,8 +66,10 @@ from engine.streams import exponential, lognormal
     C_HW_LEVEL,  # the core C-state level this thread requests while idle (0: C0); see Hw
     C_HW_START,  # when its wait started (MWAIT reached), for the core and package accounting
     C_NOHZ_FULL,  # 1 on a `nohz_full` CPU (tick.nohz_full)
+    C_RCU_UNTIL,  # RCU callbacks queued here wait for their grace period until then (rcu_needs_cpu())
+    C_RCU_NOCB,  # 1 on an `rcu_nocbs` CPU: its callbacks are offloaded and never keep the tick
     N_CPU_COLS,
-) = range(36)
+) = range(38)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
@@ -116,8 +118,9 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     I_GOV_VARIANT,  # the governor's release: its behaviour codes (engine.governors.cpuidle.pack_variant)
     I_POLL_CHECK_NS,  # poll_idle() reads the clock once per this many ns (POLL_IDLE_RELAX_COUNT loops)
     I_C1_DEMOTION,  # 1: the firmware demotes requests deeper than core C1 after short stays
+    I_RCU_GP_NS,  # tick.rcu_grace_period_us in ns (0: no RCU callbacks modelled)
     N_IP,
-) = range(21)
+) = range(22)
 
 MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
@@ -502,10 +505,13 @@ def _tick_stays(
     kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC`, a bail-out only while the tick
     still runs). It looks at timer-wheel timers, and at hrtimers only without high-resolution
     timers (get_next_timer_interrupt()); `tm_keeps_tick` says which. Here the last jiffy is the
-    last tick boundary; rcu_needs_cpu(), irq_work and pending timer softirqs, the other reasons,
-    have no source in the model."""
+    last tick boundary. rcu_needs_cpu() (RCU callbacks waiting on a CPU that does not offload
+    them) makes the next event a tick away, so it keeps the tick too; irq_work and pending timer
+    softirqs, the other reasons, have no source in the model."""
     if cs[c, C_TICK_STOPPED] != 0:
         return False
+    if cs[c, C_RCU_UNTIL] > t and cs[c, C_RCU_NOCB] == 0:
+        return True
     horizon = _tick_after(cs, c, t, tick_ns)
     for k in range(tm_next.shape[0]):
         if tm_keeps_tick[k] != 0 and tm_next[k, c] <= horizon:
@@ -1150,6 +1156,9 @@ def _wake_from_idle(
     # returns to the loop, which selects again with the tick as it was.
     if wakes_task or (kind == EV_SIGNAL and not interrupt and mech == MECH_TIF):
         _idle_loop_exit(cs, ctr, c, t_after, tick_ns)
+        if ip[I_RCU_GP_NS] > 0:
+            # The task queues an RCU callback (call_rcu()): it waits on this CPU for a grace period.
+            cs[c, C_RCU_UNTIL] = t_after + task_ns + ip[I_RCU_GP_NS]
     cs[c, C_FREE_AT] = t_after
     cs[c, C_BUSY_UNTIL] = t_after + task_ns
 
