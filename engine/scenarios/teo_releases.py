@@ -67,10 +67,10 @@ def _direction(**fields: Any) -> Check:
 
 def _teo_4b20() -> Scenario:
     before, after = "449914398083", "4b20b07ce72f"
-    # CPUs almost idle at HZ 100: a few device interrupts and task wake-ups, and a timer-wheel
-    # timer every 15 ms per CPU that, due within a tick, keeps the tick running (the tick's keeper
-    # on the device is not determined; this one is a guess). 32 CPUs (the device has 8) give a
-    # 300 ms run enough idle periods.
+    # CPUs almost idle at HZ 100: device interrupts and task wake-ups, each task queueing an RCU
+    # callback that keeps the tick running for a grace period (30 ms, three jiffies: a guess; what
+    # keeps the device's tick is not determined). 32 CPUs (the device has 8) give a 300 ms run
+    # enough idle periods.
     base: dict[str, Any] = {
         "platform": "psci-mt8196-shape",
         "platform_table": psci_mt8196_table(),
@@ -79,9 +79,9 @@ def _teo_4b20() -> Scenario:
         "topology": {"sockets": 1, "cores_per_socket": 32, "threads_per_core": 1},
         "governor": {"name": "teo"},
         "wakeups": {
-            "tick": {"hz": 100},
-            "timers": [{"period_us": 15000.0, "work_us": 10, "kind": "timer_wheel"}],
-            "interrupts": {"rate_hz": 50, "work_us": 20},
+            "tick": {"hz": 100, "rcu_grace_period_us": 30000.0},
+            "timers": [],
+            "interrupts": {"rate_hz": 100, "work_us": 20},
             "ipis": {"rate_hz": 0},
             "sched_wakeups": {"rate_hz": 20, "work_us": 50},
         },
@@ -94,15 +94,15 @@ def _teo_4b20() -> Scenario:
     checks = (
         _direction(
             id="teo-4b20-wfi-up", source=SOURCE_4B20, metric="WFI share of idle time, after minus before",
-            metric_ref=M_WFI_TIME, mode="diff", baseline="before", role="after", accept=(2.0, None),
-            tolerance="at least 2 pp higher", published_text="WFI 6% -> 99.9% of idle time",
-            note="Direction only: the model's rise is a few points, the device's was 94 (see the notes).",
+            metric_ref=M_WFI_TIME, mode="diff", baseline="before", role="after", accept=(5.0, None),
+            tolerance="at least 5 pp higher", published_text="WFI 6% -> 99.9% of idle time",
+            note="Direction only: the model's rise is 15 points, the device's was 94 (see the notes).",
         ),
         _direction(
             id="teo-4b20-clusteroff-down", source=SOURCE_4B20,
             metric="clusteroff share of idle time, after minus before", metric_ref=M_CLUSTEROFF_TIME,
-            mode="diff", baseline="before", role="after", accept=(None, -2.0),
-            tolerance="at least 2 pp lower",
+            mode="diff", baseline="before", role="after", accept=(None, -5.0),
+            tolerance="at least 5 pp lower",
             published_text="clusteroff 83% -> 0.05% of idle time",
         ),
     )
@@ -110,24 +110,22 @@ def _teo_4b20() -> Scenario:
         name="teo-4b20b07ce72f-psci",
         title="teo 4b20b07ce72f: more time in WFI on a psci table without POLL (HZ 100, almost idle)",
         description="After 4b20b07ce72f teo reads the sleep length when the intercepts pick state 0; "
-        "where a timer keeps the tick, that is the time to the next tick, and the tick wake-ups that "
-        "follow count as hits in WFI's bin instead of past the deepest state. The table is shaped like "
-        "the device's (WFI as state 0, no POLL, two states of one residency).",
+        "where RCU callbacks keep the tick, that is the time to the next tick, and the tick wake-ups "
+        "that follow count as hits in WFI's bin instead of past the deepest state. The table is shaped "
+        "like the device's (WFI as state 0, no POLL, two states of one residency).",
         source=SOURCE_4B20, roles=roles, metrics=(M_WFI_TIME, M_CLUSTEROFF_TIME, M_WFI_USAGE), checks=checks,
         charts=("residency",),
         notes=(
-            "Size not reproduced: in the model WFI's share rises by a few points (45% -> 51% here; +2 to "
-            "+13 pp over seeds 1-3 on 8, 16 and 32 CPUs), on the device from 6% to 99.9%; the device's "
-            "sources of wake-ups and of a running tick are not "
-            "known in enough detail, and the governor's own time (part of the sleep length in the "
-            "maintainers' first reading) is not modelled.",
+            "Size not reproduced: in the model WFI's share rises by 15 points (45% -> 60% here; +14.7 to "
+            "+15.7 pp over seeds 1-3), on the device from 6% to 99.9%. What keeps the device's tick "
+            "and wakes it is not known in enough detail (here RCU callbacks after each task, a 30 ms "
+            "grace period: guesses), and the governor's own time is not modelled.",
             "The base is the tree the bisection compared, 449914398083, not the v6.6 tag: mainline v6.6's "
             "NR_RECENT ring underflows (why 449914398083 removed it) and keeps teo shallower in the model "
             "(WFI 59% here); whether the device's 6.6 carried 449914398083 is not determined.",
-            "Later trees: v6.18 stays at 4b20b07ce72f's figure; 083654ded547 (the fix posted for this "
-            "report, in v6.19) and v7.0-rc1 spend more time in WFI here (83%, 95%), where the device's "
-            "WFI share fell to about 4.5%: in this workload the 15 ms timers, not the tick, are most "
-            "wake-ups, so tick wake-ups do not dominate and count as intercepts. Not reproduced.",
+            "Later trees: v6.18 and v6.19 (with 083654ded547, the fix posted for this report) stay at "
+            "4b20b07ce72f's figure here, v7.0-rc1 above it (70%), where the device's WFI share fell "
+            "to about 4.5% with 083654ded547: not reproduced.",
         ),
     )
 
