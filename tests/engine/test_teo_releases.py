@@ -6,9 +6,10 @@ Each tree's pieces cite the patch that made them, by its linux-pm Message-ID:
 
 - v6.6: teo.c before "Remove recent intercepts metric" (449914398083; its pre-image in
   <20240628095955.34096-3-christian.loehle@arm.com>), util-awareness idle (no utilisation).
-- 4b20b07ce72f (v6.12): <c40acf72-010f-4a8b-80e4-33f133ba266b@arm.com>, PATCHv4 3/3.
-- v6.14 to v6.18: the January 2025 series (<272a06edf7ef...>, 16c8d7586c19 to 425b75364576), the
-  tree the 6.19 patches apply to (their context lines).
+- 4b20b07ce72f (v6.12): <c40acf72-010f-4a8b-80e4-33f133ba266b@arm.com>, PATCHv4 3/3 (the
+  6.12 teo_reflect() with `time_span_ns` and `tick_hits` as its context shows).
+- v6.14 to v6.18: the January 2025 series (<6116275.lOV4Wx5bFT@rjwysocki.net>, 16c8d7586c19 to
+  425b75364576), the tree the 6.19 patches apply to (their context lines).
 - a03b2011808a <5955081.DvuYhMxLoT@rafael.j.wysocki>; b54df61c7428 <2819353.mvXUDI8C0e@rafael.j.wysocki>;
   083654ded547 <6228387.lOV4Wx5bFT@rafael.j.wysocki>; 50db438231dc <5085160.31r3eYUQgx@rafael.j.wysocki>;
   d834e68a0e8b <2418792.ElGaqSPkdT@rafael.j.wysocki>.
