@@ -158,6 +158,17 @@ class TickConfig(_Model):
     handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=1.5, description="Tick handler time (estimate)."
     )
+    rcu_grace_period_us: Annotated[float, Field(gt=0, le=1_000_000)] | None = Field(
+        default=None,
+        description="Each task run after an idle exit queues an RCU callback that waits this long for "
+        "its grace period; meanwhile rcu_needs_cpu() keeps a running tick (tick_nohz_next_event()). "
+        "A model parameter (a guess: grace periods take a few ticks). Unset: no RCU callbacks.",
+    )
+    rcu_nocbs: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        description="CPUs booted `rcu_nocbs=`: their callbacks are offloaded to rcuo kthreads and never "
+        "keep the tick.",
+    )
 
 
 class TimerSource(_Model):
@@ -541,11 +552,12 @@ class SimConfig(_Model):
             )
         if self.hardware.c1_demotion and not any(s.core_level == 1 for s in table.states):
             raise ValueError(f"hardware.c1_demotion: {table.name} has no state in core C1 to demote to")
-        bad_nohz = [c for c in self.wakeups.tick.nohz_full if c >= n_cpus]
-        if bad_nohz:
-            raise ValueError(
-                f"wakeups.tick.nohz_full: CPU {bad_nohz[0]} does not exist (CPUs are 0..{n_cpus - 1})"
-            )
+        for key in ("nohz_full", "rcu_nocbs"):
+            bad = [c for c in getattr(self.wakeups.tick, key) if c >= n_cpus]
+            if bad:
+                raise ValueError(
+                    f"wakeups.tick.{key}: CPU {bad[0]} does not exist (CPUs are 0..{n_cpus - 1})"
+                )
         if self.governor.name == "fixed" and self.governor.fixed_state is not None:
             _check_state_names("governor.fixed_state", [self.governor.fixed_state], enabled)
         for i, timer in enumerate(self.wakeups.timers):

@@ -67,8 +67,10 @@ from engine.streams import exponential, lognormal
     C_HW_START,  # when its wait started (MWAIT reached), for the core and package accounting
     C_NOHZ_FULL,  # 1 on a `nohz_full` CPU (tick.nohz_full)
     C_IN_LLC,  # 1 while this thread's core is in a core C-state that flushed L1 and L2 (see Hw)
+    C_RCU_UNTIL,  # RCU callbacks queued here wait for their grace period until then (rcu_needs_cpu())
+    C_RCU_NOCB,  # 1 on an `rcu_nocbs` CPU: its callbacks are offloaded and never keep the tick
     N_CPU_COLS,
-) = range(37)
+) = range(39)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
@@ -118,8 +120,9 @@ EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_
     I_GOV_VARIANT,  # the governor's release: its behaviour codes (engine.governors.cpuidle.pack_variant)
     I_POLL_CHECK_NS,  # poll_idle() reads the clock once per this many ns (POLL_IDLE_RELAX_COUNT loops)
     I_C1_DEMOTION,  # 1: the firmware demotes requests deeper than core C1 after short stays
+    I_RCU_GP_NS,  # tick.rcu_grace_period_us in ns (0: no RCU callbacks modelled)
     N_IP,
-) = range(21)
+) = range(22)
 
 MECH_IPI, MECH_RFC, MECH_TIF = range(3)
 
@@ -520,10 +523,13 @@ def _tick_stays(
     kernel/time/tick-sched.c: `next_tick - basemono <= TICK_NSEC`, a bail-out only while the tick
     still runs). It looks at timer-wheel timers, and at hrtimers only without high-resolution
     timers (get_next_timer_interrupt()); `tm_keeps_tick` says which. Here the last jiffy is the
-    last tick boundary; rcu_needs_cpu(), irq_work and pending timer softirqs, the other reasons,
-    have no source in the model."""
+    last tick boundary. rcu_needs_cpu() (RCU callbacks waiting on a CPU that does not offload
+    them) makes the next event a tick away, so it keeps the tick too; irq_work and pending timer
+    softirqs, the other reasons, have no source in the model."""
     if cs[c, C_TICK_STOPPED] != 0:
         return False
+    if cs[c, C_RCU_UNTIL] > t and cs[c, C_RCU_NOCB] == 0:
+        return True
     horizon = _tick_after(cs, c, t, tick_ns)
     for k in range(tm_next.shape[0]):
         if tm_keeps_tick[k] != 0 and tm_next[k, c] <= horizon:
@@ -1183,6 +1189,9 @@ def _wake_from_idle(
     # returns to the loop, which selects again with the tick as it was.
     if wakes_task or (kind == EV_SIGNAL and not interrupt and mech == MECH_TIF):
         _idle_loop_exit(cs, ctr, c, t_after, tick_ns)
+        if ip[I_RCU_GP_NS] > 0:
+            # The task queues an RCU callback (call_rcu()): it waits on this CPU for a grace period.
+            cs[c, C_RCU_UNTIL] = t_after + task_ns + ip[I_RCU_GP_NS]
     cs[c, C_FREE_AT] = t_after
     cs[c, C_BUSY_UNTIL] = t_after + task_ns
 
@@ -1327,6 +1336,11 @@ def _enter_idle(
         delta_tick = _tick_after(cs, c, t_start, tick_ns) - t_start
     if ip[I_NOHZ] == 0:
         sleep_length = min(sleep_length, delta_tick)
+    tick_stays = ip[I_NOHZ] == 1 and _tick_stays(cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns)
+    if tick_stays:
+        # tick_nohz_next_event() bails out (returns 0), so tick_nohz_get_sleep_length() gives the
+        # governor the time to the next tick, `delta_next` (kernel/time/tick-sched.c).
+        sleep_length = delta_tick
     oracle = INF
     if ip[I_GOV] == GOV_ORACLE:
         # The next wake-up this CPU will see: timers, device interrupts, signals in flight and
@@ -1349,9 +1363,7 @@ def _enter_idle(
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
     ctr[K_SELECTS] += 1
     ctr[K_SELECTS_TICK_STOPPED] += int(tick_stopped)
-    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not _tick_stays(
-        cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns
-    ):
+    if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not tick_stays:
         cs[c, C_TICK_STOPPED] = 1
     else:
         cs[c, C_TICK_STOPPED] = 0

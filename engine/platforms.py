@@ -468,9 +468,12 @@ def validate_states(states: list[CState]) -> None:
     """The checks a custom table must pass; messages name the state and the rule."""
     if not states:
         raise ValueError("states: the table is empty")
-    if not states[0].is_poll or states[0].name != "POLL":
+    # cpuidle's POLL is registered by drivers that ask for it (intel_idle, acpi_idle, haltpoll);
+    # psci_idle's table starts at WFI and has no polling state.
+    if states[0].is_poll != (states[0].name == "POLL"):
         raise ValueError(
-            "states.0: state 0 must be POLL (flags: CPUIDLE_FLAG_POLLING), as cpuidle registers it"
+            "states.0: state 0 is POLL (flags: CPUIDLE_FLAG_POLLING), as cpuidle registers it, or a "
+            "table without a polling state (psci_idle: WFI as state 0)"
         )
     seen: set[str] = set()
     for i, s in enumerate(states):

@@ -43,7 +43,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.6.1"
+ENGINE_VERSION = "0.7.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -198,6 +198,8 @@ class _Prepared:
         ip[K.I_POLL_LIMIT] = _poll_limit_ns(self.res_ns, self.enabled, tick_ns)
         ip[K.I_POLL_CHECK_NS] = _poll_check_ns(table.name, fp[K.P_TSC_GHZ])
         ip[K.I_C1_DEMOTION] = int(config.hardware.c1_demotion)
+        gp_us = w.tick.rcu_grace_period_us
+        ip[K.I_RCU_GP_NS] = 0 if gp_us is None else int(round(gp_us * 1000))
         ip[K.I_IRQ_WORK_EXP] = int(w.interrupts.work_distribution == "exponential")
         ip[K.I_SCHED_WORK_EXP] = int(w.sched_wakeups.work_distribution == "exponential")
         ip[K.I_TL_CPUS] = min(config.output.timeline_cpus, n)
@@ -276,6 +278,7 @@ class _Prepared:
         # A nohz_full CPU running its one task has no tick (tick_nohz_full_update_tick()): it
         # enters its first idle period with the tick stopped.
         cs[w.tick.nohz_full, K.C_TICK_STOPPED] = 1
+        cs[w.tick.rcu_nocbs, K.C_RCU_NOCB] = 1
         # A CPU-bound task on these CPUs for the whole run: never idle, still interrupted.
         cs[_cpu_set(w.busy_cpus, n), K.C_BUSY_UNTIL] = INF
         cs[:, K.C_CSD_OWNER] = cpus

@@ -149,7 +149,8 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     "governor.kernel",
                     "Kernel release or commit the governor follows (blank: the newest modelled)",
                     "select?",
-                    options=[("", "")] + [(k, k) for g in ("menu", "teo") for k in releases.known_names(g)],
+                    # menu and teo accept the same names (a commit names the whole tree).
+                    options=[("", "")] + [(k, k) for k in releases.known_names("menu")],
                 ),
             ],
         ),

@@ -2,7 +2,8 @@
 and fixed, each kernel governor as its releases have it (engine.governors.releases).
 
 - common: the constants, KTIME_MAX, the per-CPU data layout (declared once) and shared helpers.
-- menu, teo, ladder, haltpoll: one module each; menu has one function per behaviour that changed.
+- menu, teo, ladder, haltpoll: one module each; menu and teo have one function per behaviour
+  that changed.
 - cpuidle: cpuidle_select() and cpuidle_reflect(), dispatching on the governor and on one small
   integer, the release's behaviour codes.
 - releases: the version table (tags, commits, stable point releases) and what each name runs.
@@ -25,7 +26,7 @@ from engine.governors.cpuidle import note_rejected, poll_time_ns, reflect, selec
 # What each governor follows by default (the run's own `governor.kernel` is in its result).
 GOVERNOR_KERNEL = {
     "menu": "menu.c by kernel release (governor.kernel; default v6.19)",
-    "teo": "teo.c at 083654ded547 (Rework the handling of tick wakeups), mainline after v6.18",
+    "teo": "teo.c by kernel release (governor.kernel; default v6.19)",
     "ladder": "ladder.c by kernel release (the same v6.6 to v7.0-rc2; never writes stop_tick)",
     "haltpoll": "haltpoll.c by kernel release (KVM guests: POLL and halt)",
     "oracle": "not a kernel governor: knows the next wake-up",

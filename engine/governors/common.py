@@ -30,6 +30,7 @@ MAX_INTERESTING = 50_000_000
 PULSE = 1024
 DECAY_SHIFT = 3
 LATENCY_THRESHOLD_NS = RESIDENCY_THRESHOLD_NS // 2
+NR_RECENT = 9  # teo.c up to 449914398083 ("Remove recent intercepts metric", v6.12)
 # ladder.c
 PROMOTION_COUNT = 4
 DEMOTION_COUNT = 1
@@ -44,6 +45,29 @@ GOVERNOR_IDS = {
     "menu": GOV_MENU, "teo": GOV_TEO, "ladder": GOV_LADDER, "oracle": GOV_ORACLE, "fixed": GOV_FIXED,
     "haltpoll": GOV_HALTPOLL,
 }
+
+
+# The release's behaviour codes: one small integer, each behaviour's code in its own 3-bit field
+# (engine.governors.releases chooses the codes per kernel). The loop reads the fields where they
+# matter; within a run they never change, so the branches cost nothing.
+(
+    V_TYPICAL, V_POLL_RULE, V_STOPPED_TICK, V_REJECTED, V_ONE_STATE,  # menu and the core
+    V_TEO_LINE, V_TEO_RECENT, V_TEO_STATE0, V_TEO_SHALLOWER, V_TEO_DECAY, V_TEO_TICK_WAKEUP,  # teo
+    V_TEO_TICK_INTERCEPTS, V_TEO_LOOKUP, V_TEO_KEEP_TICK, V_TEO_HIT,
+    N_V,
+) = range(16)
+V_BITS = 3
+
+
+def pack_variant(codes: tuple[int, ...]) -> int:
+    """One integer from the behaviour codes, in V_* order."""
+    assert len(codes) == N_V and all(0 <= x < 1 << V_BITS for x in codes), codes
+    return sum(x << (V_BITS * k) for k, x in enumerate(codes))
+
+
+@compiled(inline=True)
+def variant_field(variant: int, field: int) -> int:
+    return (variant >> (V_BITS * field)) & ((1 << V_BITS) - 1)
 
 
 def _columns(*widths: int) -> tuple[int, ...]:
@@ -71,16 +95,19 @@ def _columns(*widths: int) -> tuple[int, ...]:
     G_T_SLEEP_LENGTH,  # 1
     G_T_PENDING,  # 1: teo: update due (last_state_idx >= 0)
     G_HP_POLL_LIMIT_NS,  # 1: haltpoll: dev->poll_limit_ns
+    G_T_TICK_HITS,  # 1: teo up to v6.13: cpu_data->tick_hits
+    G_T_NEXT_RECENT,  # 1: teo before 449914398083: cpu_data->next_recent_idx
     G_M_CF,  # BUCKETS: menu's correction factors
     G_M_INTERVALS,  # INTERVALS: menu's recent intervals (us), as the ring the kernel keeps
     G_M_SORTED,  # INTERVALS: the same intervals kept sorted (menu.typical_interval)
-    G_FIXED_COLS,  # then 4 per state: teo's hits and intercepts, ladder's promotion and demotion
-) = _columns(*([1] * 15), BUCKETS, INTERVALS, INTERVALS)
+    G_T_RECENT_IDX,  # NR_RECENT: teo before 449914398083: cpu_data->recent_idx[] (-1: none)
+    G_FIXED_COLS,  # then 5 per state: teo's hits, intercepts and recent; ladder's promotion, demotion
+) = _columns(*([1] * 17), BUCKETS, INTERVALS, INTERVALS, NR_RECENT)
 
 
 def gov_columns(n_states: int) -> int:
     """Width of the governor matrix for a table of `n_states` states."""
-    return G_FIXED_COLS + 4 * n_states
+    return G_FIXED_COLS + 5 * n_states
 
 
 @compiled(inline=True)
@@ -103,11 +130,17 @@ def col_demotion(n_states: int) -> int:
     return G_FIXED_COLS + 3 * n_states
 
 
+@compiled(inline=True)
+def col_recent(n_states: int) -> int:
+    return G_FIXED_COLS + 4 * n_states
+
+
 def init_governor_state(n_cpus: int, n_states: int, first_idx: int) -> np.ndarray:
     """Fresh per-CPU governor data, as each governor's enable_device() leaves it."""
     g = np.zeros((n_cpus, gov_columns(n_states)), dtype=np.int64)
     g[:, G_M_CF : G_M_CF + BUCKETS] = RESOLUTION * DECAY
     g[:, G_T_SLEEP_LENGTH] = INF
+    g[:, G_T_RECENT_IDX : G_T_RECENT_IDX + NR_RECENT] = -1
     g[:, G_LAST_IDX] = first_idx
     return g
 

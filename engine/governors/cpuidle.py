@@ -2,9 +2,8 @@
 the governor and on the release's behaviour codes, cpuidle_reflect(), the -EBUSY path, and the two
 governors that are not the kernel's (oracle, fixed).
 
-The release is one small integer, `variant`: each behaviour's code in its own 3-bit field,
-packed by `pack_variant` (engine.governors.releases chooses the codes per kernel). The loop reads
-the fields where they matter; within a run they never change, so the branches cost nothing.
+The release is one small integer, `variant` (engine.governors.common.pack_variant): each
+behaviour's code in its own 3-bit field, menu's, teo's and the core's.
 """
 
 from __future__ import annotations
@@ -25,6 +24,15 @@ from engine.governors.common import (
     GOV_MENU,
     GOV_ORACLE,
     GOV_TEO,
+    N_V,
+    V_BITS,
+    V_ONE_STATE,
+    V_POLL_RULE,
+    V_REJECTED,
+    V_STOPPED_TICK,
+    V_TYPICAL,
+    pack_variant,
+    variant_field,
 )
 from engine.governors.haltpoll import haltpoll_reflect, haltpoll_select
 from engine.governors.ladder import ladder_select
@@ -32,24 +40,10 @@ from engine.governors.menu import menu_select
 from engine.governors.teo import teo_select
 from engine.jit import compiled
 
-# The variant's fields, in order.
-V_TYPICAL, V_POLL_RULE, V_STOPPED_TICK, V_REJECTED, V_ONE_STATE, N_V = range(6)
-V_BITS = 3
 # V_ONE_STATE's codes: the governor decides with one state (up to v7.0-rc1), or cpuidle_select()
 # returns state 0 with the tick kept, without calling it ("cpuidle: Skip governor when only one
 # idle state is available", v7.0-rc2).
 ONE_STATE_GOVERNOR, ONE_STATE_CORE_SKIPS = range(2)
-
-
-def pack_variant(codes: tuple[int, ...]) -> int:
-    """One integer from the behaviour codes, in V_* order."""
-    assert len(codes) == N_V and all(0 <= x < 1 << V_BITS for x in codes), codes
-    return sum(x << (V_BITS * k) for k, x in enumerate(codes))
-
-
-@compiled(inline=True)
-def variant_field(variant: int, field: int) -> int:
-    return (variant >> (V_BITS * field)) & ((1 << V_BITS) - 1)
 
 
 @compiled(inline=True)
@@ -101,7 +95,7 @@ def select_state(
     if gov == GOV_TEO:
         return teo_select(
             g, c, res_ns, exit_ns, enabled, is_poll0, latency_req, sleep_length, delta_tick, tick_stopped,
-            tick_ns,
+            tick_ns, variant,
         )
     if gov == GOV_LADDER:
         # ladder_select() leaves stop_tick as cpuidle_idle_call() set it: true (kernel/sched/idle.c).
@@ -161,6 +155,7 @@ def poll_time_ns(g: np.ndarray, c: int, default_ns: int) -> int:
 
 
 __all__ = [
-    "GOV_FIXED", "GOV_HALTPOLL", "GOV_LADDER", "GOV_MENU", "GOV_ORACLE", "GOV_TEO",
-    "note_rejected", "pack_variant", "poll_time_ns", "reflect", "select_state",
+    "GOV_FIXED", "GOV_HALTPOLL", "GOV_LADDER", "GOV_MENU", "GOV_ORACLE", "GOV_TEO", "N_V", "V_BITS",
+    "V_ONE_STATE", "V_POLL_RULE", "V_REJECTED", "V_STOPPED_TICK", "V_TYPICAL", "note_rejected",
+    "pack_variant", "poll_time_ns", "reflect", "select_state", "variant_field",
 ]

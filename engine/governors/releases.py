@@ -3,14 +3,15 @@
 `governor.kernel` names a git object: a mainline tag (`v6.6`, `v6.12`, `v6.18`, `v6.19`; `v7.0-rc1`
 and `v7.0-rc2` as prereleases), a stable point release (`v6.12.60`: its tag plus the backports
 listed for it), or a commit (12 hex digits, or any unambiguous prefix of at least 7). Each name
-resolves to the behaviour codes of `engine.governors.menu` and the core (engine.governors.cpuidle),
-packed into the one integer the compiled loop dispatches on.
+resolves to the behaviour codes of `engine.governors.menu`, `engine.governors.teo` and the core
+(engine.governors.cpuidle), packed into the one integer the compiled loop dispatches on.
 
-The mainline history below is menu.c's and the core's, in merge order, each commit with what it
-changes (sources: the commits' patches on linux-pm, quoted in the tests' transcriptions). A
-commit names the tree as it stood there: every step up to and including it. teo is modelled at
-one commit only and ladder and haltpoll did not change in behaviour between the tags modelled,
-so for them a name resolves to that one transcription, and teo refuses the names it is not.
+The mainline history below is menu.c's, teo.c's and the core's, in merge order, each commit with
+what it changes (sources: the commits' patches on linux-pm, quoted in the tests' transcriptions).
+A commit names the tree as it stood there: every step up to and including it, so menu and teo
+both accept every name, and a sweep over `governor.kernel` walks one governor's commits. ladder
+and haltpoll did not change in behaviour between the tags modelled: for them a name resolves to
+that one transcription with the core's behaviour of that tree.
 """
 
 from __future__ import annotations
@@ -18,17 +19,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.governors import menu as M
-from engine.governors.cpuidle import (
+from engine.governors import teo as T
+from engine.governors.common import (
     N_V,
-    ONE_STATE_CORE_SKIPS,
-    ONE_STATE_GOVERNOR,
     V_ONE_STATE,
     V_POLL_RULE,
     V_REJECTED,
     V_STOPPED_TICK,
+    V_TEO_DECAY,
+    V_TEO_HIT,
+    V_TEO_KEEP_TICK,
+    V_TEO_LINE,
+    V_TEO_LOOKUP,
+    V_TEO_RECENT,
+    V_TEO_SHALLOWER,
+    V_TEO_STATE0,
+    V_TEO_TICK_INTERCEPTS,
+    V_TEO_TICK_WAKEUP,
     V_TYPICAL,
     pack_variant,
 )
+from engine.governors.cpuidle import ONE_STATE_CORE_SKIPS, ONE_STATE_GOVERNOR
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,7 @@ class Step:
     release: str  # the first mainline release that has it
     changes: dict[int, int] = field(default_factory=dict)  # V_* field -> code
     note: str = ""
+    file: str = "menu"  # the governor whose file it changes, or "cpuidle" (the core)
 
 
 @dataclass(frozen=True)
@@ -55,18 +67,45 @@ class StableRelease:
     backports: tuple[Backport, ...]
 
 
-# menu.c and cpuidle.c at v6.6 (5484e31bbbff's timer skip included, 85975daeaa4d not yet).
+# menu.c, teo.c and cpuidle.c at v6.6 (menu: 5484e31bbbff's timer skip included, 85975daeaa4d
+# not yet; teo: the NR_RECENT ring, tick_hits, the sleep length skipped for shallow candidates).
 V6_6 = {
     V_TYPICAL: M.TYPICAL_UPSIDE,
     V_POLL_RULE: M.POLL_RULE_LATENCY_CLAMP,
     V_STOPPED_TICK: M.STOPPED_TICK_SHORT_SKIPS_TIMER,
     V_REJECTED: M.REJECTED_NOTHING,
     V_ONE_STATE: ONE_STATE_GOVERNOR,
+    V_TEO_LINE: T.TEO_LINE_V6_6,
+    V_TEO_RECENT: T.RECENT_KEPT,
+    V_TEO_STATE0: T.STATE0_SKIPS_SLEEP_LENGTH,
+    V_TEO_SHALLOWER: T.SHALLOWER_IF_STATE_OK,
+    V_TEO_DECAY: T.DECAY_SHIFT_ONLY,
+    V_TEO_TICK_WAKEUP: T.TICK_WAKEUP_SAFETY_NET,
+    V_TEO_TICK_INTERCEPTS: T.TICK_INTERCEPTS_ABOVE_TICK,
+    V_TEO_LOOKUP: T.LOOKUP_FIRST_SUITABLE,
+    V_TEO_KEEP_TICK: T.KEEP_TICK_5_8,
+    V_TEO_HIT: T.HIT_SAME_BIN,
 }
+MENU_FIELDS = (V_TYPICAL, V_POLL_RULE, V_STOPPED_TICK, V_REJECTED)
+TEO_FIELDS = (
+    V_TEO_LINE, V_TEO_RECENT, V_TEO_STATE0, V_TEO_SHALLOWER, V_TEO_DECAY, V_TEO_TICK_WAKEUP,
+    V_TEO_TICK_INTERCEPTS, V_TEO_LOOKUP, V_TEO_KEEP_TICK, V_TEO_HIT,
+)
+CORE_FIELDS = (V_ONE_STATE,)
 
 MAINLINE: tuple[Step, ...] = (
+    Step("449914398083", "cpuidle: teo: Remove recent intercepts metric", "v6.12",
+         {V_TEO_RECENT: T.RECENT_REMOVED}, file="teo",
+         note="after the util-awareness revert of the same series, which changes nothing here "
+         "(no utilisation in the model)"),
+    Step("4b20b07ce72f", "cpuidle: teo: Don't count non-existent intercepts", "v6.12",
+         {V_TEO_STATE0: T.STATE0_READS_SLEEP_LENGTH}, file="teo"),
     Step("38f83090f515", "cpuidle: menu: Remove iowait influence", "v6.13",
          note="no iowaiters in the model: nothing changes here"),
+    Step(None, "cpuidle: teo: the January 2025 rework (16c8d7586c19 to 425b75364576)", "v6.14",
+         {V_TEO_LINE: T.TEO_LINE_V6_14}, file="teo",
+         note="short_idles, tick_intercepts, a decaying total, artificial_wakeup: modelled as one "
+         "step, its ten commits not one by one"),
     Step("85975daeaa4d", "cpuidle: menu: Avoid discarding useful information", "v6.15",
          {V_TYPICAL: M.TYPICAL_BOTH_ENDS_KEEP_MAX},
          note="the last of the February 2025 series (one-pass variance, outliers on both ends)"),
@@ -80,17 +119,38 @@ MAINLINE: tuple[Step, ...] = (
          "v6.18-rc", {V_POLL_RULE: M.POLL_RULE_EXIT_IN_PREDICTION}),
     Step("07d815701274", "cpuidle: menu: Use residency threshold in polling state override decisions",
          "v6.19", {V_POLL_RULE: M.POLL_RULE_RESIDENCY_THRESHOLD}),
+    Step("a03b2011808a", "cpuidle: governors: teo: Drop misguided target residency check", "v6.19",
+         {V_TEO_SHALLOWER: T.SHALLOWER_ALWAYS}, file="teo"),
+    Step("b54df61c7428", "cpuidle: governors: teo: Decay metrics below DECAY_SHIFT threshold", "v6.19",
+         {V_TEO_DECAY: T.DECAY_TO_ZERO}, file="teo"),
+    Step("083654ded547", "cpuidle: governors: teo: Rework the handling of tick wakeups", "v6.19",
+         {V_TEO_TICK_WAKEUP: T.TICK_WAKEUP_DOMINANT_HITS}, file="teo"),
+    Step("50db438231dc", "cpuidle: governors: teo: Fix tick_intercepts handling in teo_update()", "v6.19",
+         {V_TEO_TICK_INTERCEPTS: T.TICK_INTERCEPTS_WITHIN_TICK}, file="teo"),
+    Step("d834e68a0e8b", "cpuidle: governors: teo: Simplify intercepts-based state lookup", "v6.19",
+         {V_TEO_LOOKUP: T.LOOKUP_MIN_IDX}, file="teo"),
     Step("80606f4eb8d7", "cpuidle: governors: menu: Always check timers with tick stopped", "v7.0-rc1",
          {V_STOPPED_TICK: M.STOPPED_TICK_READS_TIMER}),
+    Step("4bd2221f231d", "cpuidle: governors: teo: Avoid selecting states with zero-size bins", "v7.0-rc1",
+         {V_TEO_LOOKUP: T.LOOKUP_SKIP_EQUAL_RESIDENCY}, file="teo"),
+    Step("60836533b4c7", "cpuidle: governors: teo: Avoid fake intercepts produced by tick", "v7.0-rc1",
+         {V_TEO_TICK_WAKEUP: T.TICK_WAKEUP_NO_FAKE_INTERCEPTS}, file="teo"),
+    Step("475ca3470b37", "cpuidle: governors: teo: Refine tick_intercepts vs total events check",
+         "v7.0-rc1", {V_TEO_KEEP_TICK: T.KEEP_TICK_2_3}, file="teo"),
+    Step("f36de72673ad", "cpuidle: governors: teo: Adjust the classification of wakeup events",
+         "v7.0-rc1", {V_TEO_HIT: T.HIT_AFTER_TIMER}, file="teo"),
+    Step("a971f984b845", "cpuidle: governors: teo: Refine intercepts-based idle state lookup",
+         "v7.0-rc1", {V_TEO_LOOKUP: T.LOOKUP_MAX_INTERCEPTS}, file="teo"),
     Step(None, "cpuidle: Skip governor when only one idle state is available", "v7.0-rc2",
-         {V_ONE_STATE: ONE_STATE_CORE_SKIPS}),
+         {V_ONE_STATE: ONE_STATE_CORE_SKIPS}, file="cpuidle",
+         note="teo's own one-state handling, removed in the same series, is never reached after it"),
 )
 
 # Released tags first, then prereleases; each is the tree after every step of an earlier release.
-RELEASED_TAGS = ("v6.6", "v6.12", "v6.13", "v6.15", "v6.17", "v6.18", "v6.19")
+RELEASED_TAGS = ("v6.6", "v6.12", "v6.13", "v6.14", "v6.15", "v6.17", "v6.18", "v6.19")
 PRERELEASE_TAGS = ("v7.0-rc1", "v7.0-rc2")
-_ORDER = ("v6.6", "v6.12", "v6.13", "v6.15", "v6.17-rc2", "v6.17-rc3", "v6.17", "v6.18-rc", "v6.18",
-          "v6.19", "v7.0-rc1", "v7.0-rc2")
+_ORDER = ("v6.6", "v6.12", "v6.13", "v6.14", "v6.15", "v6.17-rc2", "v6.17-rc3", "v6.17", "v6.18-rc",
+          "v6.18", "v6.19", "v7.0-rc1", "v7.0-rc2")
 
 # A commit posted with 779b1a1cb13a ("A fix, a corner case adjustment and a cleanup", August 2025)
 # whose effect is selectable on top of that tree. The linux-pm archive shows it not taken further
@@ -114,10 +174,6 @@ STABLE: dict[str, StableRelease] = {
                  "against v6.12.48 bisected to b39b62075ab4"),
     )),
 }
-
-# teo: the one teo.c transcribed (engine.governors.teo).
-TEO_COMMIT = "083654ded547"
-TEO_SUBJECT = "cpuidle: governors: teo: Rework the handling of tick wakeups"
 
 KERNEL_GOVERNORS = ("menu", "teo", "ladder", "haltpoll")
 DEFAULT_KERNEL = "v6.19"  # the newest released tag modelled
@@ -153,11 +209,9 @@ def _steps_through_commit(commit: str) -> list[Step]:
 
 def known_names(governor: str) -> list[str]:
     """Every name `governor.kernel` accepts for this governor, tags first."""
-    if governor == "teo":
-        return [TEO_COMMIT]
     if governor in ("ladder", "haltpoll"):
         return [*RELEASED_TAGS, *PRERELEASE_TAGS]
-    if governor != "menu":
+    if governor not in ("menu", "teo"):
         return []
     commits = [s.commit for s in MAINLINE if s.commit] + list(SIDE_COMMITS)
     return [*RELEASED_TAGS, *PRERELEASE_TAGS, *STABLE, *commits]
@@ -176,8 +230,6 @@ def _canonical(governor: str, name: str) -> str:
 
 
 def default_kernel(governor: str) -> str | None:
-    if governor == "teo":
-        return TEO_COMMIT
     return DEFAULT_KERNEL if governor in KERNEL_GOVERNORS else None
 
 
@@ -192,9 +244,6 @@ def resolve(governor: str, name: str | None) -> Resolved:
         return Resolved("", pack_variant((0,) * N_V), f"not a kernel governor: {what}")
     assert name is not None
     canon = _canonical(governor, name)
-    if governor == "teo":
-        return Resolved(canon, pack_variant(tuple(V6_6[k] for k in range(N_V))),
-                        f"teo.c at {TEO_COMMIT} ({TEO_SUBJECT}), mainline after v6.18")
     if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
         steps = _steps_through_release(canon)
         kind = "mainline tag" if canon in RELEASED_TAGS else "mainline prerelease"
@@ -206,6 +255,8 @@ def resolve(governor: str, name: str | None) -> Resolved:
         listed = ", ".join(b.upstream + (f" (stable {b.stable_commit})" if b.stable_commit else "")
                            for b in rel.backports)
         what = f"{governor}.c at {canon}: {rel.base} with {listed} backported"
+        if governor == "teo":
+            what = f"teo.c at {canon}: {rel.base}'s (no teo backport listed for it)"
     elif canon in SIDE_COMMITS:
         base, step = SIDE_COMMITS[canon]
         steps = _steps_through_commit(base) + [step]
@@ -214,25 +265,32 @@ def resolve(governor: str, name: str | None) -> Resolved:
         steps = _steps_through_commit(canon)
         step = steps[-1]
         what = f"{governor}.c at {canon} ({step.subject}), mainline {step.release}"
-    if governor in ("ladder", "haltpoll"):
-        # Only the core's behaviour differs between the tags for these two.
-        codes = dict(V6_6)
-        codes[V_ONE_STATE] = _codes_after(steps)[V_ONE_STATE]
-    else:
-        codes = _codes_after(steps)
+        if step.file not in (governor, "cpuidle"):
+            what = f"{governor}.c as the tree has it at {canon} ({step.subject}, {step.release})"
+    # Each governor reads its own fields and the core's; the others stay at their v6.6 codes, so
+    # two names give the same variant exactly when this governor behaves the same at both.
+    own = {"menu": MENU_FIELDS, "teo": TEO_FIELDS}.get(governor, ())
+    after = _codes_after(steps)
+    codes = dict(V6_6)
+    for k in (*own, *CORE_FIELDS):
+        codes[k] = after[k]
     return Resolved(canon, pack_variant(tuple(codes[k] for k in range(N_V))), what)
 
 
 def mainline_walk(governor: str, start: str, end: str) -> list[str]:
-    """The names from tag `start` to tag `end`, commit by commit, for a sweep over `governor.kernel`."""
-    if governor != "menu":
+    """The names from tag `start` to tag `end`, commit by commit (the governor's own and the
+    core's), for a sweep over `governor.kernel`."""
+    if governor not in ("menu", "teo"):
         return [n for n in (start, end) if n in known_names(governor)]
     k0, k1 = _ORDER.index(start), _ORDER.index(end)
     out = [start]
     for s in MAINLINE:
         k = _ORDER.index(s.release)
-        if k0 < k <= k1 and s.commit:
-            out.append(s.commit)
+        if k0 < k <= k1 and s.file in (governor, "cpuidle"):
+            # A step known only by its release (teo's v6.14 rework) is walked as that tag.
+            name = s.commit or (s.release if s.release in (*RELEASED_TAGS, *PRERELEASE_TAGS) else None)
+            if name and name not in out:
+                out.append(name)
     if end not in out:
         out.append(end)
     return out

@@ -14,8 +14,8 @@ plus what the runs are compared on:
   kernels, `kernel_releases`).
 
 One module per source: `irq_enable_2021`, `mwait_rfc_2012`, and `package_cstates` (the
-hardware beneath the OS view), `kernel_releases` (menu from one commit to the next); the
-framework is in `framework`.
+hardware beneath the OS view), `kernel_releases` (menu from one commit to the next),
+`teo_releases` (teo's); the framework is in `framework`.
 
     from engine.scenarios import SCENARIOS, evaluate
     from engine import simulate
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.scenarios import irq_enable_2021, kernel_releases, mwait_rfc_2012, package_cstates
+from engine.scenarios import irq_enable_2021, kernel_releases, mwait_rfc_2012, package_cstates, teo_releases
 from engine.scenarios.framework import (
     Check,
     KeyTable,
@@ -47,7 +47,7 @@ from engine.scenarios.framework import (
 def _build() -> dict[str, Scenario]:
     items = [
         *irq_enable_2021.scenarios(), *mwait_rfc_2012.scenarios(), *package_cstates.scenarios(),
-        *kernel_releases.scenarios(),
+        *kernel_releases.scenarios(), *teo_releases.scenarios(),
     ]
     return {s.name: s for s in items}
 

@@ -31,6 +31,7 @@ NAMES = {
     "menu-779b1a1cb13a-skx",
     "menu-db86f55bf81a-spr",
     "menu-80606f4eb8d7",
+    "teo-4b20b07ce72f-psci",
 }
 ROW_FIELDS = {"source", "metric", "unit", "published", "simulated", "tolerance", "ok", "kind"}
 

@@ -245,6 +245,7 @@ def _perturbations() -> dict[str, dict[str, Any]]:
         "governor.fixed_state": "C1",
         "governor.kernel": "v6.6",
         "wakeups.tick.nohz_full": [1],
+        "wakeups.tick.rcu_nocbs": [1],
         "wakeups.timers.0.kind": "timer_wheel",
         "states.disabled": ["C6"],
         "states.irq_enable": {"C1E": True},

@@ -253,9 +253,13 @@ def test_custom_second_polling_state_refused() -> None:
     assert "only state 0 may be a polling state" in _table_error(bad)
 
 
-def test_platform_without_poll_refused() -> None:
+def test_platform_without_poll_is_a_psci_shaped_table() -> None:
+    # psci_idle registers no polling state (WFI is state 0); a state 0 named POLL must poll.
     skx = load_platform("skx")
     data = skx.model_dump()
     data["states"] = data["states"][1:]
-    with pytest.raises(ValidationError, match="state 0 must be POLL"):
+    assert Platform.model_validate(data).states[0].name == "C1"
+    data = skx.model_dump()
+    data["states"][0]["flags"] = []
+    with pytest.raises(ValidationError, match="state 0 is POLL"):
         Platform.model_validate(data)

@@ -36,6 +36,7 @@ NAMES = [
     "menu-779b1a1cb13a-skx",
     "menu-db86f55bf81a-spr",
     "menu-80606f4eb8d7",
+    "teo-4b20b07ce72f-psci",
 ]
 
 
@@ -230,7 +231,9 @@ def test_tif_polling_vs_rfc_vs_ipi() -> None:
     assert res["tif_polling"]["latency"]["ipi"]["mean_ns"] < res["ipi"]["latency"]["ipi"]["mean_ns"]
 
 
-@pytest.mark.parametrize("name", ["menu-779b1a1cb13a-skx", "menu-db86f55bf81a-spr", "menu-80606f4eb8d7"])
+@pytest.mark.parametrize(
+    "name", ["menu-779b1a1cb13a-skx", "menu-db86f55bf81a-spr", "menu-80606f4eb8d7", "teo-4b20b07ce72f-psci"]
+)
 def test_kernel_release_scenarios_change_only_the_kernel(name: str) -> None:
     # The two roles are one workload under two trees: their configs differ in governor.kernel only,
     # and every check is of kind direction.
