@@ -150,7 +150,7 @@ class FitRunner:
                 self._wake.wait(POLL_S)
                 self._wake.clear()
                 continue
-            self._run(fit_id)
+            self.run(fit_id)
 
     def _claim(self) -> str | None:
         with session_scope(self.factory) as session:
@@ -165,7 +165,8 @@ class FitRunner:
         with self._lock:
             return fit_id not in self._cancelled and not self._stopping.is_set()
 
-    def _run(self, fit_id: str) -> None:
+    def run(self, fit_id: str) -> None:
+        """Compute a fit this runner claimed, and record how it ended."""
         try:
             answer = self.compute_fit(fit_id)
             with session_scope(self.factory) as session:

@@ -118,8 +118,8 @@ def prepare(session: Session, name: str) -> FitInputs:
     if name in BUILTIN_PLATFORMS:
         raise InvalidInput.one(
             ["path", "name"],
-            f"{name!r} is a built-in table: it has no measured counters to fit; import a machine's "
-            "dump (POST /api/platforms/import) and fit that platform",
+            f"{name!r} is a built-in table: it has no measured counters to fit; import the dump of a machine "
+            "(POST /api/platforms/import) and fit that platform",
             "no_counters",
         )
     found = store.platform_dump(session, name)
@@ -130,7 +130,7 @@ def prepare(session: Session, name: str) -> FitInputs:
         raise InvalidInput.one(
             ["path", "name"],
             f"platform {name!r} has no imported counters (a table typed in, or imported before dumps "
-            "were kept): import the machine's dump again",
+            "were kept): import the dump of that machine again",
             "no_counters",
         )
     try:
