@@ -31,11 +31,12 @@ def history_figure(history: Sequence[Mapping[str, Any]]) -> Figure:
 
 
 def states_figure(measured: Mapping[str, Any], fitted: Mapping[str, Any]) -> Figure:
-    """Per state, the measured and fitted entry and idle-time shares side by side (in %)."""
+    """Per state, the measured and fitted entry and idle-time shares side by side (in %): bars in
+    the state's colour, the twin's hatched."""
     names = list(measured["states"])
     traces = []
     for key, label in SHARES:
-        for side, figs, opacity in (("measured", measured, 1.0), ("twin", fitted, 0.55)):
+        for side, figs, pattern in (("measured", measured, ""), ("twin", fitted, "/")):
             traces.append(
                 _bar(
                     x=[f"{label}: {n}" for n in names],
@@ -43,7 +44,7 @@ def states_figure(measured: Mapping[str, Any], fitted: Mapping[str, Any]) -> Fig
                     name=f"{side}",
                     legendgroup=side,
                     showlegend=key == SHARES[0][0],
-                    marker={"color": [state_color(n) for n in names], "opacity": opacity},
+                    marker={"color": [state_color(n) for n in names], "pattern": {"shape": pattern}},
                     hovertemplate=f"{side} %{{x}}: %{{y:.2f}}%<extra></extra>",
                 )
             )

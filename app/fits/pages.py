@@ -102,7 +102,7 @@ def form_changes(
     *,
     governor: str,
     kernel: str,
-    disabled: list[str],
+    disabled: list[str] | None,
     latency_limit_us: str,
     c1_irq_enable: str,
     package_limit: str,
@@ -111,13 +111,14 @@ def form_changes(
     extra: str,
 ) -> dict[str, Any]:
     """The what-if form's fields as a partial SimConfig (an empty field changes nothing); `extra`
-    is more changes as JSON, laid over the rest."""
+    is more changes as JSON, laid over the rest. `disabled` is None when the boxes ticked are the
+    twin's own disabled states."""
     changes: dict[str, Any] = {}
     if governor:
         changes["governor"] = {"name": governor}
     if kernel.strip():
         changes.setdefault("governor", {})["kernel"] = kernel.strip()
-    states: dict[str, Any] = {"disabled": disabled}
+    states: dict[str, Any] = {} if disabled is None else {"disabled": disabled}
     if latency_limit_us.strip():
         try:
             states["latency_limit_us"] = float(latency_limit_us)
@@ -125,7 +126,8 @@ def form_changes(
             raise InvalidInput.one(["body", "latency_limit_us"], "a number of us", "float_parsing") from None
     if c1_irq_enable in ("on", "off"):
         states["irq_enable"] = {"C1": c1_irq_enable == "on"}
-    changes["states"] = states
+    if states:
+        changes["states"] = states
     if package_limit:
         changes["package"] = {"limit": package_limit}
     if mechanism:
@@ -159,10 +161,14 @@ def whatif_form(
     extra: Annotated[str, Form(max_length=20_000)] = "",
 ) -> Response:
     """The fit page's what-if form: run it, then show it beside the measurement and the twin."""
+    twin_disabled = (
+        (service.fit_view(session, fit_id).get("config") or {}).get("states", {}).get("disabled", [])
+    )
+    ticked = sorted(disabled or [])
     changes = form_changes(
         governor=governor,
         kernel=kernel,
-        disabled=disabled or [],
+        disabled=None if ticked == sorted(twin_disabled) else ticked,
         latency_limit_us=latency_limit_us,
         c1_irq_enable=c1_irq_enable,
         package_limit=package_limit,
