@@ -13,7 +13,7 @@ from app.core.errors import ERROR_RESPONSES
 from app.core.inputs import MAX_OFFSET
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
-from app.fits import service, store
+from app.fits import service
 from app.fits.runner import FitRunnerDep
 from app.fits.service import FitCreate, WhatIfCreate
 from app.runs.lifecycle import SubmitterDep
@@ -68,7 +68,7 @@ def delete_fit(
 ) -> Response:
     """Delete a fit (a running one is cancelled); needs its `X-Delete-Token`. Its what-if runs
     stay (each has its own token)."""
-    fit = authorized(store.get_fit(session, fit_id), x_delete_token, f"fit {fit_id!r}")
+    fit = authorized(service.find_fit(session, fit_id), x_delete_token, f"fit {fit_id!r}")
     service.delete(session, fit)
     session.commit()
     runner.cancel(fit_id)

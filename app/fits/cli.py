@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,7 @@ def on_scheduler(platform: str, body: dict[str, Any], scheduler: str, helpers: H
     from app.fits import service, store
     from app.fits.runner import FitRunner
     from app.fits.service import FitCreate
+    from app.runs import store as run_store
 
     with helpers.database() as factory:
         try:
@@ -158,10 +160,14 @@ def on_scheduler(platform: str, body: dict[str, Any], scheduler: str, helpers: H
 
             def read() -> dict[str, Any]:
                 with session_scope(factory) as session:
+                    # A live claim: a server sharing the database leaves this fit alone.
+                    run_store.heartbeat(session, runner.runner_id, datetime.now(UTC))
                     return service.fit_view(session, made["id"])
 
             view = follow(read)
             worker.join()
+            with session_scope(factory) as session:
+                run_store.forget_runner(session, runner.runner_id)
         finally:
             client.close()
     view["link"] = link

@@ -37,6 +37,7 @@ STALE_S = 8.0
 POLL_S = 1.0
 CONNECT_WAIT_S = 0.5
 BATCH_ATTEMPTS = 3
+WRITE_ATTEMPTS = 5
 RECOVER_EVERY_S = 5.0
 # What the job runner's map raises until its Dask client is connected.
 NOT_CONNECTED = "not connected"
@@ -99,10 +100,10 @@ class FitRunner:
     # -- lifecycle
 
     def recover(self) -> int:
-        """Requeue fits left running by processes that are gone; how many."""
+        """Requeue fits left running by processes that are gone (no fresh heartbeat); how many."""
         with session_scope(self.factory) as session:
             live = run_store.live_runners(session, datetime.now(UTC) - timedelta(seconds=STALE_S))
-            n = store.requeue(session, keep_runners=[r for r in live if r != self.runner_id])
+            n = store.requeue(session, keep_runners=[*live, self.runner_id])
         if n:
             log.info("requeued %d interrupted fit(s)", n)
         return n
@@ -150,7 +151,10 @@ class FitRunner:
                 self._wake.wait(POLL_S)
                 self._wake.clear()
                 continue
-            self.run(fit_id)
+            try:
+                self.run(fit_id)
+            except Exception:  # noqa: BLE001 - never let one fit stop the thread
+                log.exception("fit %s: recording how it ended failed", fit_id)
 
     def _claim(self) -> str | None:
         with session_scope(self.factory) as session:
@@ -169,12 +173,10 @@ class FitRunner:
         """Compute a fit this runner claimed, and record how it ended."""
         try:
             answer = self.compute_fit(fit_id)
-            with session_scope(self.factory) as session:
-                store.finish(session, fit_id, **answer)
+            self._write(lambda session: store.finish(session, fit_id, **answer))
         except Cancelled:
             if self._stopping.is_set():
-                with session_scope(self.factory) as session:
-                    store.requeue(session, fit_ids=[fit_id])
+                self._write(lambda session: store.requeue(session, fit_ids=[fit_id]))
         except (InvalidInput, NotFound) as exc:  # the platform changed since the fit was queued
             self._fail(fit_id, _reason(exc))
         except Exception as exc:  # noqa: BLE001 - the reason becomes the fit's error
@@ -186,8 +188,24 @@ class FitRunner:
                 self._cancelled.discard(fit_id)
 
     def _fail(self, fit_id: str, reason: str) -> None:
-        with session_scope(self.factory) as session:
-            store.fail(session, fit_id, reason)
+        try:
+            self._write(lambda session: store.fail(session, fit_id, reason))
+        except Exception:  # noqa: BLE001 - left running: the next start requeues it
+            log.exception("recording the end of fit %s failed", fit_id)
+
+    def _write(self, fn: Callable[[Session], Any]) -> Any:
+        """`fn(session)` in one transaction, tried again after a pause when it fails (a locked
+        database, a busy pool); a fit left running by a write that never succeeded is requeued by
+        the next start."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with session_scope(self.factory) as session:
+                    return fn(session)
+            except Exception:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        return None
 
     def compute_fit(self, fit_id: str) -> dict[str, Any]:
         """Fit `fit_id` (a running row): the values its row is finished with."""
@@ -199,8 +217,12 @@ class FitRunner:
 
         def progress(p: dict[str, Any]) -> bool:
             history.append({k: p[k] for k in ("generation", "evaluations", "best_distance")})
-            with session_scope(self.factory) as session:
-                alive = store.set_progress(session, fit_id, p["fraction"], orjson.dumps(history).decode())
+            try:
+                with session_scope(self.factory) as session:
+                    alive = store.set_progress(session, fit_id, p["fraction"], orjson.dumps(history).decode())
+            except Exception:  # noqa: BLE001 - a busy pool or a locked database: the next one will do
+                log.warning("recording fit %s's progress failed", fit_id, exc_info=True)
+                alive = True
             if not alive:
                 with self._lock:
                     self._cancelled.add(fit_id)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.inputs import check_id
 from app.core.models import Fit, utcnow
 from app.core.tokens import new_id, new_token
 from app.fits import store
@@ -210,8 +211,14 @@ RESULT_FIELDS = (
 )
 
 
+def find_fit(session: Session, fit_id: str) -> Fit | None:
+    """The fit, or None; an id no fit can have is a 404 before any query."""
+    check_id(fit_id, "fit")
+    return store.get_fit(session, fit_id)
+
+
 def get_fit(session: Session, fit_id: str) -> Fit:
-    fit = store.get_fit(session, fit_id)
+    fit = find_fit(session, fit_id)
     if fit is None:
         raise NotFound(f"fit {fit_id!r} not found")
     return fit

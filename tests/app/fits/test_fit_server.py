@@ -5,6 +5,7 @@ crash, and answers what-if runs; `idlelab fit` follows one from the terminal."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from engine import SimConfig
-from tests.app.fits.dumps import import_dump, post_fit
+from tests.app.fits.dumps import dev_dump, import_dump, post_fit
 from tests.conftest import ServerProcess, sqlite_url, this_checkout
 
 WAIT_S = 300.0
@@ -169,14 +170,18 @@ def test_an_unlisted_fit_makes_unlisted_runs(server: httpx.Client) -> None:
     assert made["id"] not in listed and made["twin_run"] not in listed
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "fit", *args],
+        [sys.executable, "-m", "app.cli", *args],
         capture_output=True,
         text=True,
         timeout=WAIT_S,
-        env=this_checkout({"PATH": "/usr/bin:/bin"}),
+        env=this_checkout({"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), **(env or {})}),
     )
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return _cli_command("fit", *args)
 
 
 def test_the_cli_follows_a_fit_on_the_server(server: httpx.Client, tmp_path: Path) -> None:
@@ -214,3 +219,47 @@ def test_a_fit_interrupted_by_a_crash_starts_again_from_its_seed(
         second.stop()
     assert fit["status"] == "done", fit["error"]
     assert fit["config"] == reference["config"] and fit["distance"] == reference["distance"]
+
+
+def test_the_cli_computes_a_fit_on_a_scheduler_into_the_database(
+    tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    from distributed import LocalCluster
+
+    dump = tmp_path / "adl0.txt"
+    dump.write_text(dev_dump())
+    env = {"IDLELAB_DATABASE_URL": sqlite_url(tmp_path / "cli.db")}
+    imported = _cli_command("platforms", "import", str(dump), "--name", "box", env=env)
+    assert imported.returncode == 0, imported.stderr
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        out = tmp_path / "fit.json"
+        args = (
+            "box",
+            "--scheduler",
+            cluster.scheduler_address,
+            "--budget",
+            "100",
+            "--cpus",
+            "4",
+            "--seed",
+            "5",
+        )
+        done = _cli_command("fit", *args, "--json", str(out), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "generation 1:" in done.stderr
+    fit = json.loads(out.read_text())
+    # Stored like a server's fit, and the same twin as the server computed for this seed.
+    assert fit["status"] == "done" and fit["config"] == reference["config"]
+    assert fit["distance"] == reference["distance"]
+
+
+def test_two_workers_give_the_same_twin_as_one(tmp_path: Path, reference: dict[str, Any]) -> None:
+    two = ServerProcess(sqlite_url(tmp_path / "idlelab.db"), tmp_path / "server.log", workers=2).start()
+    try:
+        with httpx.Client(base_url=two.url, timeout=60.0) as client:
+            import_dump(client, "box")
+            fit = fit_done(client, seed=5)
+    finally:
+        two.stop()
+    assert fit["config"] == reference["config"] and fit["distance"] == reference["distance"]
+    assert fit["history"] == reference["history"]
