@@ -263,3 +263,15 @@ def test_two_workers_give_the_same_twin_as_one(tmp_path: Path, reference: dict[s
         two.stop()
     assert fit["config"] == reference["config"] and fit["distance"] == reference["distance"]
     assert fit["history"] == reference["history"]
+
+
+def test_a_sweep_starts_from_a_twins_config(server: httpx.Client, reference: dict[str, Any]) -> None:
+    axes = [{"path": "governor.name", "values": ["menu", "teo"]}]
+    r = server.post("/api/sweeps", json={"base": reference["config"], "axes": axes})
+    assert r.status_code == 202, r.text
+    sweep = server.get(f"/api/sweeps/{r.json()['id']}").json()
+    for point in sweep["points"]:
+        run = server.get(f"/api/runs/{point['run_id']}").json()
+        assert (
+            run["config"]["wakeups"] == reference["config"]["wakeups"] and run["config"]["platform"] == "box"
+        )
