@@ -42,7 +42,7 @@ def import_and_fit(session: Session, machine: str) -> dict[str, Any]:
     if machine not in machine_names():
         raise NotFound(f"no development machine {machine!r}")
     name = platform_name(machine)
-    if store.platform_dump(session, name) is None:
+    if store.platform_dump(session, name) is None:  # not imported yet
         data = (MACHINES_DIR / f"{machine}{SUFFIX}").read_bytes()
         platforms.import_dump(session, data, name=name, title=f"development machine {machine}")
         session.flush()
@@ -76,7 +76,7 @@ def report(session: Session) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": n,
             "platform": platform_name(n),
-            "imported": store.platform_dump(session, platform_name(n)) is not None,
+            "imported": store.has_dump(session, platform_name(n)),
             "judged": n not in NOT_JUDGED,
             "why_not_judged": NOT_JUDGED.get(n),
             "fit": None,

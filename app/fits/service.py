@@ -126,8 +126,7 @@ def prepare(session: Session, name: str) -> FitInputs:
     found = store.platform_dump(session, name)
     if found is None:
         raise NotFound(f"platform {name!r} not found")
-    table_json, dump_bytes = found
-    if dump_bytes is None:
+    if found.dump is None:
         raise InvalidInput.one(
             ["path", "name"],
             f"platform {name!r} has no imported counters (a table typed in, or imported before dumps "
@@ -135,12 +134,13 @@ def prepare(session: Session, name: str) -> FitInputs:
             "no_counters",
         )
     try:
-        dump = parse_dump(dump_bytes)
+        dump = parse_dump(found.dump)
     except DumpError as err:
         raise dump_error(err) from None
-    table = Platform.model_validate_json(table_json)
+    table = Platform.model_validate_json(found.table)
     try:
         counters = MachineCounters.from_dump(dump)
+        # fit_twin refuses these too when it starts; checked here, they answer the POST.
         if counters.states != [s.name for s in table.states]:
             raise CounterError(
                 f"states: the counters have {', '.join(counters.states)} but the table has "
@@ -150,16 +150,13 @@ def prepare(session: Session, name: str) -> FitInputs:
             raise CounterError("states: a twin needs at least two enabled states (nothing to choose from)")
     except CounterError as exc:
         raise _counter_error(exc) from None
-    governor = _governor(session, name, dump)
+    view = MachineView.model_validate_json(found.machine) if found.machine else None
+    governor = _governor(view, dump)
     return FitInputs(counters, table, governor, dump.hz or ASSUMED_HZ, dump.hz is None, dump)
 
 
-def _governor(session: Session, name: str, dump: SysfsDump) -> str:
+def _governor(view: MachineView | None, dump: SysfsDump) -> str:
     """The machine's governor as the import recognised it (else the dump's, else menu)."""
-    from app.platforms import store as platform_store
-
-    row = platform_store.get_platform(session, name)
-    view = MachineView.model_validate_json(row.machine) if row is not None and row.machine else None
     recognised = (view.config or {}).get("governor", {}).get("name") if view is not None else None
     for candidate in (recognised, dump.governor):
         if candidate in get_args(GovernorName):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Row, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.core.models import CustomPlatform, Fit, Run, utcnow
@@ -15,18 +15,23 @@ def get_fit(session: Session, fit_id: str) -> Fit | None:
     return session.get(Fit, fit_id)
 
 
-def platform_dump(session: Session, name: str) -> tuple[str, bytes | None] | None:
-    """A custom platform's table JSON and its imported dump (None: typed in, or imported before
-    dumps were kept); None when no custom platform has this name."""
-    row = session.execute(
-        select(CustomPlatform.table, CustomPlatform.dump).where(CustomPlatform.name == name)
-    ).first()
-    return None if row is None else (row.table, row.dump)
+def platform_dump(session: Session, name: str) -> Row[tuple[str, bytes | None, str | None]] | None:
+    """A custom platform's `table` JSON, its imported `dump` (None: typed in, or imported before
+    dumps were kept) and its `machine` view JSON; None when no custom platform has this name."""
+    stmt = select(CustomPlatform.table, CustomPlatform.dump, CustomPlatform.machine).where(
+        CustomPlatform.name == name
+    )
+    return session.execute(stmt).first()
+
+
+def has_dump(session: Session, name: str) -> bool:
+    stmt = select(CustomPlatform.name).where(CustomPlatform.name == name, CustomPlatform.dump.is_not(None))
+    return session.scalar(stmt) is not None
 
 
 def list_fits(session: Session, *, platform: str | None, limit: int, offset: int) -> tuple[list[Fit], int]:
     """Listed fits (of one platform when given), newest first (ties broken by id), and their count."""
-    where = Fit.unlisted.is_(False)
+    where: Any = Fit.unlisted.is_(False)
     if platform is not None:
         where = where & (Fit.platform == platform)
     stmt = select(Fit).where(where).order_by(Fit.created_at.desc(), Fit.id).limit(limit).offset(offset)
