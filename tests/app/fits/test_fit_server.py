@@ -275,3 +275,18 @@ def test_a_sweep_starts_from_a_twins_config(server: httpx.Client, reference: dic
         assert (
             run["config"]["wakeups"] == reference["config"]["wakeups"] and run["config"]["platform"] == "box"
         )
+
+
+def test_the_machines_section_shows_a_development_machines_twin(server: httpx.Client) -> None:
+    import_dump(server, "dev-adl0")  # what its POST button imports, fitted here with a small budget
+    r = post_fit(server, "dev-adl0", seed=5)
+    fit = wait_fit(server, r.json()["id"])
+    page = server.get("/validation/machines").text
+    section = page[
+        page.index('id="machine-adl0"') : page.index("</section>", page.index('id="machine-adl0"'))
+    ]
+    assert fit["id"] in section and "C10" in section
+    verdict = "within the goal" if fit["goal_met"] else f"{len(fit['misses'])} figure(s) miss"
+    assert verdict in section
+    for miss in fit["misses"]:
+        assert f"{miss['state'] or 'machine'} {miss['figure']}" in section
