@@ -15,7 +15,7 @@ from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
 from app.fits import service
 from app.fits.runner import FitRunnerDep
-from app.fits.service import FitCreate, WhatIfCreate
+from app.fits.service import FitCreate, FitList, FitRead, FitSubmitted, WhatIfCreate, WhatIfSubmitted
 from app.runs.lifecycle import SubmitterDep
 
 router = APIRouter(prefix="/api", tags=["fits"])
@@ -25,6 +25,7 @@ TokenHeader = Annotated[str | None, Header(description="The token the fit's POST
 @router.post(
     "/platforms/{name}/fit",
     status_code=202,
+    response_model=FitSubmitted,
     responses=ERROR_RESPONSES,
     dependencies=[Depends(require_json)],
 )
@@ -44,7 +45,7 @@ def create_fit(
     return json_response({**made, "url": absolute(request, service.fit_path(made["id"]))}, 202)
 
 
-@router.get("/fits", responses=ERROR_RESPONSES)
+@router.get("/fits", response_model=FitList, responses=ERROR_RESPONSES)
 def list_fits(
     session: SessionDep,
     platform: Annotated[str | None, Query(max_length=64, description="Only this platform's fits.")] = None,
@@ -55,7 +56,7 @@ def list_fits(
     return json_response(service.list_view(session, platform=platform, limit=limit, offset=offset))
 
 
-@router.get("/fits/{fit_id}", responses=ERROR_RESPONSES)
+@router.get("/fits/{fit_id}", response_model=FitRead, responses=ERROR_RESPONSES)
 def get_fit(fit_id: str, session: SessionDep) -> Response:
     """A fit: status and progress; once done the measured and fitted figures, the distance, the
     misses, the history, the cross-validation and the fitted config (an ordinary run config)."""
@@ -78,6 +79,7 @@ def delete_fit(
 @router.post(
     "/fits/{fit_id}/whatif",
     status_code=202,
+    response_model=WhatIfSubmitted,
     responses={**ERROR_RESPONSES, 409: {"description": "The fit is not done"}},
     dependencies=[Depends(require_json)],
 )

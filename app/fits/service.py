@@ -29,8 +29,17 @@ from app.runs.lifecycle import RunSpec, Submitter
 from app.runs.service import resolve_config, run_path
 from engine import BUILTIN_PLATFORMS, Platform, engine_version
 from engine.config import GovernorName
-from engine.twin import CounterError, MachineCounters, figures
-from engine.twin.fit import DEFAULT_BUDGET, DEFAULT_SAMPLE, MAX_BUDGET, MIN_BUDGET
+from engine.twin import CounterError, Figures, MachineCounters, figures
+from engine.twin.fit import (
+    DEFAULT_BUDGET,
+    DEFAULT_SAMPLE,
+    MAX_BUDGET,
+    MIN_BUDGET,
+    CrossValidation,
+    Distance,
+    HistoryPoint,
+    Miss,
+)
 
 # fit_twin's HZ when the dump does not say (collect reads CONFIG_HZ; pepc's dumps lack it): an
 # assumption, shown as one.
@@ -73,6 +82,90 @@ class WhatIfCreate(BaseModel):
         default=1, description="Repeats of the what-if run (this server runs one)."
     )
     title: Annotated[str, Field(max_length=200)] = ""
+
+
+class FitSubmitted(BaseModel):
+    """The answer to `POST /api/platforms/{name}/fit`."""
+
+    id: str
+    url: str
+    status: str
+    delete_token: str = Field(description="Shown once: DELETE /api/fits/{id} needs it (X-Delete-Token).")
+
+
+class FitRow(BaseModel):
+    """A fit in `GET /api/fits`."""
+
+    id: str
+    url: str
+    platform: str
+    status: str
+    progress: float
+    seed: int
+    budget: int
+    cpus: int = Field(description="The CPU sample's size asked for.")
+    evaluations: int | None
+    distance_total: float | None
+    goal_met: bool | None
+    created_at: str
+
+
+class FitList(BaseModel):
+    fits: list[FitRow]
+    total: int
+    limit: int
+    offset: int
+
+
+class WhatIfRef(BaseModel):
+    run: str = Field(description="The what-if run.")
+    twin_run: str = Field(description="The twin's own run beside it (same seed).")
+    changes: dict[str, Any]
+    url: str
+    run_url: str
+    status: str | None
+
+
+class FitRead(FitRow):
+    """`GET /api/fits/{id}`: DESIGN section 7's fields (null until the fit is done, but `progress`
+    and `history`), and what the fit page shows beside them."""
+
+    error: str | None
+    unlisted: bool
+    engine_version: str
+    started_at: str | None
+    finished_at: str | None
+    history: list[HistoryPoint]
+    optimizer: dict[str, str] | None
+    objective: dict[str, Any] | None
+    measured: Figures | None
+    fitted: Figures | None
+    distance: Distance | None
+    misses: list[Miss] | None
+    cross_validation: CrossValidation | None
+    config: dict[str, Any] | None = Field(description="The fitted SimConfig on the whole machine.")
+    sampled_cpus: list[int] | None
+    classes: dict[str, int] | None = Field(description="Each measured CPU's class.")
+    parameters: dict[str, float] | None = Field(description="The fitted load's parameters.")
+    unseparated: list[str] | None = Field(description="Parameters the counters leave undetermined.")
+    check_seed: int | None = Field(description="The seed of the final whole-machine check.")
+    inputs: dict[str, Any] | None = Field(
+        description="The governor and HZ the twin ran, the counters' window."
+    )
+    whatifs: list[WhatIfRef]
+
+
+class WhatIfSubmitted(BaseModel):
+    """The answer to `POST /api/fits/{id}/whatif`: the what-if run's `RunSubmitted` fields."""
+
+    id: str
+    url: str
+    status: str
+    delete_token: str
+    reused_from: str | None
+    fit_id: str
+    twin_run: str
+    whatif_url: str
 
 
 @dataclass(frozen=True)
@@ -233,7 +326,7 @@ def summary(fit: Fit) -> dict[str, Any]:
         "budget": fit.budget,
         "cpus": fit.cpus,
         "evaluations": fit.evaluations,
-        "distance": fit.distance,
+        "distance_total": fit.distance,
         "goal_met": fit.goal_met,
         "created_at": fit.created_at.isoformat(),
     }

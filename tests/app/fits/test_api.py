@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.fits.service import FitList, FitRead, FitSubmitted
 from tests.app.fits.dumps import dev_dump, import_dump, post_fit, with_counter
 
 CONTRACT = {
@@ -21,7 +22,9 @@ def test_a_fit_is_queued_with_the_contract_fields(app_client: Any) -> None:
     made = r.json()
     assert made["status"] == "queued" and made["delete_token"]
     assert made["url"] == f"http://127.0.0.1/fits/{made['id']}"
+    FitSubmitted.model_validate(made)
     fit = app_client.get(f"/api/fits/{made['id']}").json()
+    FitRead.model_validate(fit)
     assert CONTRACT <= set(fit)
     assert (fit["platform"], fit["seed"], fit["budget"], fit["cpus"]) == ("box", 7, 100, 4)
     assert fit["status"] == "queued" and fit["progress"] == 0 and fit["history"] == []
@@ -37,7 +40,7 @@ def test_lists_filter_by_platform_and_leave_unlisted_fits_out(app_client: Any) -
     b = post_fit(app_client, "two").json()["id"]
     hidden = post_fit(app_client, "two", unlisted=True).json()["id"]
     assert {f["id"] for f in app_client.get("/api/fits").json()["fits"]} == {a, b}
-    two = app_client.get("/api/fits?platform=two").json()
+    two = FitList.model_validate(app_client.get("/api/fits?platform=two").json()).model_dump()
     assert [f["id"] for f in two["fits"]] == [b] and two["total"] == 1
     assert app_client.get(f"/api/fits/{hidden}").json()["unlisted"] is True
     assert hidden not in app_client.get("/fits").text

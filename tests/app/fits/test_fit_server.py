@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.fits.service import FitRead, WhatIfSubmitted
 from engine import SimConfig
 from tests.app.fits.dumps import dev_dump, import_dump, post_fit
 from tests.conftest import ServerProcess, sqlite_url, this_checkout
@@ -63,6 +64,7 @@ def reference(server: httpx.Client) -> dict[str, Any]:
 
 def test_a_fit_ends_done_with_the_contract_answer(reference: dict[str, Any]) -> None:
     fit = reference
+    FitRead.model_validate(fit)  # the schema /docs shows is the answer's
     assert fit["progress"] == 1 and fit["error"] is None
     assert fit["evaluations"] <= fit["budget"] and fit["history"]
     assert [h["generation"] for h in fit["history"]] == list(range(1, len(fit["history"]) + 1))
@@ -118,6 +120,7 @@ def test_a_whatif_is_an_ordinary_run_beside_the_twin(server: httpx.Client, refer
     )
     assert r.status_code == 202, r.text
     made = r.json()
+    WhatIfSubmitted.model_validate(made)
     assert made["fit_id"] == fit_id and made["whatif_url"].endswith(f"/fits/{fit_id}/whatif/{made['id']}")
     deadline = time.monotonic() + WAIT_S
     for run_id in (made["id"], made["twin_run"]):
@@ -231,7 +234,9 @@ def test_the_cli_computes_a_fit_on_a_scheduler_into_the_database(
     env = {"IDLELAB_DATABASE_URL": sqlite_url(tmp_path / "cli.db")}
     imported = _cli_command("platforms", "import", str(dump), "--name", "box", env=env)
     assert imported.returncode == 0, imported.stderr
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    # A free port for the scheduler's /health too (8787 may be another cluster's on this machine).
+    cluster_options = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}}
+    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", **cluster_options) as cluster:
         out = tmp_path / "fit.json"
         args = (
             "box",
