@@ -19,6 +19,7 @@ import pytest
 from app.fits.service import FitRead, WhatIfSubmitted
 from engine import SimConfig
 from tests.app.fits.dumps import dev_dump, import_dump, post_fit
+from tests.browser.test_pages import Page
 from tests.conftest import ServerProcess, sqlite_url, this_checkout
 
 WAIT_S = 300.0
@@ -137,7 +138,10 @@ def test_a_whatif_is_an_ordinary_run_beside_the_twin(server: httpx.Client, refer
     assert c10["usage"] == 0
     page = server.get(f"/fits/{fit_id}/whatif/{made['id']}")
     assert page.status_code == 200
-    assert "not in a dump" in page.text and "WakeLatency p99" in page.text
+    text = Page(page.text).text_by_id
+    assert "a sysfs cpuidle dump holds per-state usage" in text["not-in-dump"]
+    assert "WakeLatency p99" in text["whatif-hidden"] and "not in a dump" in text["whatif-hidden"]
+    assert "C10" in text["whatif-states"] and '"teo"' in text["whatif-changes"]
     listed = server.get(f"/api/fits/{fit_id}").json()["whatifs"]
     assert listed[-1]["run"] == made["id"] and listed[-1]["twin_run"] == made["twin_run"]
     # The form on the fit's page makes the same.
@@ -286,10 +290,7 @@ def test_the_machines_section_shows_a_development_machines_twin(server: httpx.Cl
     import_dump(server, "dev-adl0")  # what its POST button imports, fitted here with a small budget
     r = post_fit(server, "dev-adl0", seed=5)
     fit = wait_fit(server, r.json()["id"])
-    page = server.get("/validation/machines").text
-    section = page[
-        page.index('id="machine-adl0"') : page.index("</section>", page.index('id="machine-adl0"'))
-    ]
+    section = Page(server.get("/validation/machines").text).text_by_id["machine-adl0"]
     assert fit["id"] in section and "C10" in section
     verdict = "within the goal" if fit["goal_met"] else f"{len(fit['misses'])} figure(s) miss"
     assert verdict in section
