@@ -1,5 +1,5 @@
 """The `idlelab` command: serve, run, platforms (and `platforms import`), collect, import, validate,
-sweep, db upgrade.
+sweep, fit (`app.fits.cli`), db upgrade.
 
 Errors are one line on stderr and a non-zero exit, never a traceback. Heavy imports (FastAPI,
 uvicorn, SQLAlchemy, the engine) happen inside the commands: job workers are spawned processes that
@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+
+from app.fits import cli as fits_cli
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -697,6 +699,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler", help="compute it here on this Dask cluster (tcp://HOST:PORT) into the configured DB"
     )
     sweep.set_defaults(func=cmd_sweep)
+
+    fits_cli.register(
+        sub, fits_cli.Helpers(_http, _errors_line, _database, lambda: _settings().base_url(), CliError)
+    )
 
     db = sub.add_parser("db", help="database migrations")
     db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)

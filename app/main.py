@@ -26,6 +26,9 @@ from app.compare import pages as compare_pages
 from app.core import errors, web
 from app.core.database import make_db_engine, make_sessionmaker, upgrade_db
 from app.core.settings import Settings, get_settings
+from app.fits import api as fits_api
+from app.fits import pages as fits_pages
+from app.fits.runner import FitRunner
 from app.jobs.runner import DB_THREADS, JobRunner
 from app.measurements import api as measurements_api
 from app.measurements import pages as measurements_pages
@@ -54,12 +57,14 @@ ROUTERS = (
     measurements_api.router,
     sweeps_api.router,
     compare_api.router,
+    fits_api.router,
     runs_pages.router,
     compare_pages.router,
     measurements_pages.router,
     platforms_pages.router,
     scenarios_pages.router,
     sweeps_pages.router,
+    fits_pages.router,
 )
 
 
@@ -94,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         progress_step=settings.progress_step,
     )
 
+    fit_runner = FitRunner(sessionmaker, runner, runner_id=runner.id, enabled=runner.enabled)
     stopping = threading.Event()
 
     @asynccontextmanager
@@ -102,7 +108,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         await run_in_threadpool(upgrade_db, settings.database_url)
         await run_in_threadpool(runner.recover)
+        await run_in_threadpool(fit_runner.recover)
         runner.start()
+        fit_runner.start()
         pages = threading.Thread(
             target=lifecycle.rerender_stale_pages,
             args=(sessionmaker, stopping),
@@ -119,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             stopping.set()
+            await run_in_threadpool(fit_runner.stop)
             await run_in_threadpool(runner.stop)
             db_engine.dispose()
 
@@ -137,6 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = sessionmaker
     app.state.runner = runner
     app.state.run_events = runner
+    app.state.fit_runner = fit_runner
     app.state.submitter = Submitter(sessionmaker, runner, settings.reuse_results)
     app.state.artifacts = Artifacts(settings.read_cache_bytes)
     app.state.run_lists = ListCache()

@@ -1,5 +1,6 @@
 """ORM tables: runs (summary columns for fast lists, and their immutable artifacts), sweeps, the
-processes that run them (runners), custom platforms, measurements imported from real machines."""
+processes that run them (runners), custom platforms, measurements imported from real machines,
+fits (machines' twins)."""
 
 from __future__ import annotations
 
@@ -244,6 +245,9 @@ class CustomPlatform(Base):
     # An imported machine's view (what was recognised, topology, the counter snapshot) as JSON;
     # None for a table typed in by hand.
     machine: Mapped[str | None] = mapped_column(Text, default=None)
+    # The imported dump itself (gzip), read again when a twin is fitted to its per-CPU counters;
+    # deferred, so that platform lists never load it.
+    dump: Mapped[bytes | None] = mapped_column(LargeBinary, default=None, deferred=True)
 
 
 class Measurement(Base):
@@ -299,3 +303,43 @@ def result_summary(result: Mapping[str, Any]) -> dict[str, Any]:
         value = column.info["result"].value(result)
         out[name] = None if value is None else column.type.python_type(value)
     return out
+
+
+class Fit(Base):
+    """A machine's twin: the search for the load whose simulated counters match an imported
+    platform's measured ones. Its life is a run's (`queued` -> `running` -> `done`/`failed`),
+    computed by the web process with its evaluations on the cluster; once done, `result` holds
+    the fit's answer (measured and fitted figures, distance, misses, cross-validation, config)."""
+
+    __tablename__ = "fits"
+    __table_args__ = (
+        CheckConstraint(_one_of("status", RUN_STATUSES), name="status"),
+        CheckConstraint("progress >= 0 AND progress <= 1", name="progress"),
+        Index("ix_fits_unlisted_created_at", "unlisted", "created_at"),
+        Index("ix_fits_status_created_at", "status", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(24), primary_key=True)
+    platform: Mapped[str] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
+    delete_token_hash: Mapped[str] = mapped_column(String(64))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    budget: Mapped[int] = mapped_column(Integer)
+    cpus: Mapped[int] = mapped_column(Integer)  # the CPU sample's size
+    engine_version: Mapped[str] = mapped_column(String(200))
+    # The runner process computing it (`runners`): a restart requeues fits whose runner is gone.
+    claimed_by: Mapped[str | None] = mapped_column(String(32), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
+    evaluations: Mapped[int | None] = mapped_column(Integer, default=None)
+    distance: Mapped[float | None] = mapped_column(Float, default=None)
+    goal_met: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    # The search's history so far (JSON list, one point per generation), the what-if runs made
+    # from the twin (JSON list of run ids), and once done the whole answer (JSON).
+    history: Mapped[str] = mapped_column(Text, default="[]")
+    whatifs: Mapped[str] = mapped_column(Text, default="[]")
+    result: Mapped[str | None] = mapped_column(Text, default=None)

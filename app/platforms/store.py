@@ -27,8 +27,10 @@ def create_platform(
     based_on: str,
     states: Sequence[CState] | None = None,
     machine: str | None = None,
+    dump: bytes | None = None,
 ) -> CustomPlatform:
-    """Store `table` under its name; `states` as the user gave them (default: the table's)."""
+    """Store `table` under its name; `states` as the user gave them (default: the table's); an
+    imported machine's view and its dump (gzip)."""
     row = CustomPlatform(
         name=table.name,
         title=table.title,
@@ -36,6 +38,7 @@ def create_platform(
         states=orjson.dumps([s.model_dump(mode="json") for s in (states or table.states)]).decode(),
         table=table.model_dump_json(),
         machine=machine,
+        dump=dump,
         created_at=utcnow(),
     )
     session.add(row)

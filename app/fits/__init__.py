@@ -1,0 +1,1 @@
+"""Machines' twins: fits of imported counters, and what-if runs on them."""
