@@ -19,8 +19,10 @@ from __future__ import annotations
 import io
 import re
 import tarfile
+import threading
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -28,7 +30,7 @@ import numpy as np
 import orjson
 from sqlalchemy.orm import Session
 
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import Busy, InvalidInput, NotFound
 from app.measurements import store
 from app.measurements.errors import FileError
 from app.measurements.turbostat import KEY_COLUMNS, TurbostatResult, parse_turbostat
@@ -49,6 +51,23 @@ PER_CPU_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6")
 # The magic bytes of the archives a wult result may come in: zip, gzip, bzip2, xz, and a plain tar.
 _ARCHIVE_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ")
 _MAX_FILES = 2
+# Imports parsed at once in this process: each holds up to ~200 MB while it parses a million rows.
+MAX_PARSING = 2
+PARSING_RETRY_AFTER_S = 2
+_parsing = threading.BoundedSemaphore(MAX_PARSING)
+
+
+@contextmanager
+def parsing() -> Iterator[None]:
+    """One of the `MAX_PARSING` parse slots, or `Busy` (503, Retry-After) when none is free: a
+    parse never waits, so no request holds a thread while others parse."""
+    if not _parsing.acquire(blocking=False):
+        busy = f"{MAX_PARSING} imports are being parsed; retry in {PARSING_RETRY_AFTER_S} s"
+        raise Busy(busy, PARSING_RETRY_AFTER_S)
+    try:
+        yield
+    finally:
+        _parsing.release()
 
 
 def measurement_path(measurement_id: str) -> str:
@@ -225,14 +244,17 @@ def create_measurement(
     """Parse and store a measurement; (its view, its delete token). Nothing is stored on an error."""
     if len(title) > 200:
         raise InvalidInput.one(["body", "title"], "at most 200 characters", "too_long")
-    parsed = parse_upload(files)
-    view = build_view(parsed)
+    with parsing():
+        parsed = parse_upload(files)
+        view = build_view(parsed)
+        title = title or default_title(parsed, files)[:200]
+        del parsed
     new = store.create_measurement(
         session,
         kind=view["kind"],
         view=orjson.dumps(view, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS),
         files=pack_files(files),
-        title=title or default_title(parsed, files)[:200],
+        title=title,
         unlisted=unlisted,
     )
     return _read(new.measurement), new.delete_token
@@ -460,6 +482,13 @@ def calibrate(
     labelled `measured` with the measurement's id. The table figures the governor sees stay the
     kernel's. Per state, the deepest hardware state its datapoints reached with enough samples
     is fitted (wult classes rows by their own CC/PC counters). Returns (table, per-state fits)."""
+    with parsing():
+        return _calibrate(session, measurement_id, platform, name)
+
+
+def _calibrate(
+    session: Session, measurement_id: str, platform: str | None, name: str | None
+) -> tuple[Platform, list[dict[str, Any]]]:
     parsed = load_parsed(session, measurement_id)
     if not isinstance(parsed, WultMeasurement):
         assert isinstance(parsed, TurbostatResult)
