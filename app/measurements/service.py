@@ -24,7 +24,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import orjson
@@ -327,35 +327,52 @@ _CPUID = re.compile(
 )
 _CPUINFO_FAMILY = re.compile(rb"^cpu family\s*:\s*(\d{1,4})\s*$", re.M)
 _CPUINFO_MODEL = re.compile(rb"^model\s*:\s*(\d{1,4})\s*$", re.M)
-_MAX_MEMBER = 16 * 2**20  # archive members read for the CPU model: text files of a result
+# What the CPU model is looked for in: at most this many bytes of a measurement's files and
+# archive members, read a block at a time (a result's text files; never a whole member in memory).
+_MAX_SCANNED = 64 * 2**20
+_SCAN_BLOCK = 2**20
+_OVERLAP = 4096  # a match cut by a block's end is found whole in the next
 
 
-def _texts(name: str, data: bytes) -> list[bytes]:
-    """A stored file's text, or an archive's members' (a wult result's directory)."""
+def _streams(name: str, data: bytes) -> Iterator[IO[bytes]]:
+    """A stored file as a stream, or its archive members' (a wult result's directory)."""
     try:
         if zipfile.is_zipfile(io.BytesIO(data)):
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                return [zf.read(i) for i in zf.infolist() if i.file_size <= _MAX_MEMBER][:64]
+                for info in zf.infolist():
+                    with zf.open(info) as f:
+                        yield f
+            return
         if name.endswith((".tar", ".tar.gz", ".tgz")) or data[:2] == b"\x1f\x8b":
             with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-                members = [m for m in tf.getmembers() if m.isfile() and m.size <= _MAX_MEMBER][:64]
-                return [f.read() for m in members if (f := tf.extractfile(m)) is not None]
-    except (zipfile.BadZipFile, tarfile.TarError, OSError):
-        pass
-    return [data]
+                for m in tf:
+                    if m.isfile() and (f := tf.extractfile(m)) is not None:
+                        yield f
+            return
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError):
+        return
+    yield io.BytesIO(data)
 
 
 def measured_cpu(files: Mapping[str, bytes]) -> tuple[int, int] | None:
     """(family, model) of the CPU a measurement's files name: turbostat's CPUID(1) line, or
     /proc/cpuinfo's `cpu family` and `model`; None when none does."""
+    budget = _MAX_SCANNED
     for name, data in files.items():
-        for text in _texts(name, data):
-            m = _CPUID.search(text)
-            if m:
-                return int(m.group(1)), int(m.group(2))
-            fam, mod = _CPUINFO_FAMILY.search(text), _CPUINFO_MODEL.search(text)
-            if fam and mod:
-                return int(fam.group(1)), int(mod.group(1))
+        for stream in _streams(name, data):
+            tail = b""
+            while budget > 0 and (block := stream.read(min(_SCAN_BLOCK, budget))):
+                budget -= len(block)
+                text = tail + block
+                tail = text[-_OVERLAP:]
+                m = _CPUID.search(text)
+                if m:
+                    return int(m.group(1)), int(m.group(2))
+                fam, mod = _CPUINFO_FAMILY.search(text), _CPUINFO_MODEL.search(text)
+                if fam and mod:
+                    return int(fam.group(1)), int(mod.group(1))
+            if budget <= 0:
+                return None
     return None
 
 

@@ -218,3 +218,21 @@ def test_a_third_import_while_two_parse_is_503_with_retry_after(app_client: Any)
     r = app_client.post("/api/measurements", files=files)
     assert r.status_code == 201, r.text
     assert r.json()["count"] == len(ROWS)
+
+
+def test_the_cpu_model_is_found_in_a_big_member_a_block_at_a_time() -> None:
+    from app.measurements.service import measured_cpu
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("r/info.yml", INFO)
+        zf.writestr("r/stats/dmesg", b"[    0.000000] nothing here\n" * 500_000)  # ~14 MB
+        zf.writestr("r/stats/cpuinfo", b"x" * (CHUNK_BYTES - 10) + b"\ncpu family\t: 6\nmodel\t\t: 85\n")
+    tracemalloc.start()
+    try:
+        found = measured_cpu({"r.zip": buf.getvalue()})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found == (6, 85)
+    assert peak < 8 * CHUNK_BYTES  # the whole-member reader held the 14 MB dmesg
