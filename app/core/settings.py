@@ -48,6 +48,12 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest body of a machine-dump or measurement import (a 512-CPU dump is ~1.5 MB).",
     )
+    max_custom_platforms: int = Field(
+        default=200,
+        ge=0,
+        le=100_000,
+        description="Custom platforms the database may hold (tables, imports, calibrations); 409 beyond.",
+    )
     wait_timeout_s: float = Field(default=60.0, ge=0, le=3600, description="Longest `?wait=true` wait.")
     progress_step: float = Field(
         default=0.02, gt=0, le=1, description="Workers report progress every this fraction of a run."

@@ -492,7 +492,12 @@ def _depth(reached: str) -> tuple[int, int, int]:
 
 
 def calibrate(
-    session: Session, measurement_id: str, *, platform: str | None = None, name: str | None = None
+    session: Session,
+    measurement_id: str,
+    *,
+    limit: int,
+    platform: str | None = None,
+    name: str | None = None,
 ) -> tuple[Platform, list[dict[str, Any]]]:
     """A custom platform whose states wult measured enough of carry a measured exit distribution:
     median (and, with >= 10^5 samples, the hardware's 99.99th percentile `hw_exit_latency_us`),
@@ -500,11 +505,11 @@ def calibrate(
     kernel's. Per state, the deepest hardware state its datapoints reached with enough samples
     is fitted (wult classes rows by their own CC/PC counters). Returns (table, per-state fits)."""
     with parsing():
-        return _calibrate(session, measurement_id, platform, name)
+        return _calibrate(session, measurement_id, platform, name, limit)
 
 
 def _calibrate(
-    session: Session, measurement_id: str, platform: str | None, name: str | None
+    session: Session, measurement_id: str, platform: str | None, name: str | None, limit: int
 ) -> tuple[Platform, list[dict[str, Any]]]:
     parsed = load_parsed(session, measurement_id)
     if not isinstance(parsed, WultMeasurement):
@@ -576,7 +581,6 @@ def _calibrate(
             ],
         }
     )
-    platform_store.create_platform(
-        session, table, based_on=base_name if base_name in BUILTIN_PLATFORMS else (base_view.based_on or "")
-    )
+    based_on = base_name if base_name in BUILTIN_PLATFORMS else (base_view.based_on or "")
+    platform_store.create_platform(session, table, based_on=based_on, limit=limit)
     return table, fits

@@ -184,9 +184,9 @@ def _as_given(error: dict[str, Any], poll_added: bool) -> dict[str, Any]:
     return {**error, "loc": ["body", *loc]}
 
 
-def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
+def create_platform(session: Session, body: PlatformCreate, *, limit: int) -> PlatformRead:
     """Store a custom table. 422 names the field (indices count the states as the user gave them);
-    409 if the name is taken."""
+    409 if the name is taken or `limit` custom platforms are stored."""
     if body.based_on not in BUILTIN_PLATFORMS:
         raise InvalidInput.one(
             ["body", "based_on"],
@@ -199,7 +199,7 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     if taken(session, body.name):
         raise Conflict(f"platform {body.name!r} already exists; choose another name")
     if body.intel_idle_table is not None:
-        return _create_from_string(session, body, body.intel_idle_table)
+        return _create_from_string(session, body, body.intel_idle_table, limit)
     assert body.states is not None
     poll_added = body.states[0].name != "POLL"
     try:
@@ -211,11 +211,11 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
         errors = config_errors(exc)  # type: ignore[assignment]
     if errors:
         raise InvalidInput([_as_given(e, poll_added) for e in errors])
-    row = store.create_platform(session, table, based_on=body.based_on, states=body.states)
+    row = store.create_platform(session, table, based_on=body.based_on, limit=limit, states=body.states)
     return _custom_read(row)
 
 
-def _create_from_string(session: Session, body: PlatformCreate, string: str) -> PlatformRead:
+def _create_from_string(session: Session, body: PlatformCreate, string: str, limit: int) -> PlatformRead:
     """A custom platform that is `base` under `intel_idle.table=<string>`."""
     if body.base is None or body.base not in BUILTIN_PLATFORMS:
         message = "the table the string adjusts" if body.base is None else unknown_platform_message(body.base)
@@ -232,7 +232,7 @@ def _create_from_string(session: Session, body: PlatformCreate, string: str) -> 
     errors = table_errors(table, [])
     if errors:
         raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in errors])
-    row = store.create_platform(session, table, based_on=body.base)
+    row = store.create_platform(session, table, based_on=body.base, limit=limit)
     return _custom_read(row)
 
 
@@ -319,10 +319,11 @@ def unique_name(session: Session, base: str) -> str:
 
 
 def import_dump(
-    session: Session, data: bytes | str, *, name: str | None = None, title: str = ""
+    session: Session, data: bytes | str, *, limit: int, name: str | None = None, title: str = ""
 ) -> tuple[Platform, MachineView]:
     """Parse, recognise and store a dump as a custom platform. Raises `InvalidInput` (422, the line
-    and reason) for a bad dump or name, `Conflict` (409) for a name that is taken; stores nothing then."""
+    and reason) for a bad dump or name, `Conflict` (409) for a name that is taken or `limit` custom
+    platforms stored; stores nothing then."""
     if name is not None and not NAME_PATTERN.match(name):
         raise InvalidInput.one(
             ["query", "name"], "1 to 48 of a-z, 0-9, - and _, starting with a letter or digit", "value_error"
@@ -384,7 +385,7 @@ def import_dump(
         },
     )
     # The row's based_on is the built-in whose costs the table has (the answer's is recognition's).
-    store.create_platform(session, table, based_on=match.builtin, machine=view.model_dump_json())
+    store.create_platform(session, table, based_on=match.builtin, limit=limit, machine=view.model_dump_json())
     return table, view
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.core.errors import Conflict
 from app.core.models import CustomPlatform, Run, utcnow
 from engine import CState, Platform
 
@@ -25,10 +26,18 @@ def create_platform(
     table: Platform,
     *,
     based_on: str,
+    limit: int,
     states: Sequence[CState] | None = None,
     machine: str | None = None,
 ) -> CustomPlatform:
-    """Store `table` under its name; `states` as the user gave them (default: the table's)."""
+    """Store `table` under its name; `states` as the user gave them (default: the table's).
+    `Conflict` (409) when `limit` custom platforms are stored already."""
+    stored = session.scalar(select(func.count()).select_from(CustomPlatform)) or 0
+    if stored >= limit:
+        raise Conflict(
+            f"{stored} custom platforms are stored, the limit (IDLELAB_MAX_CUSTOM_PLATFORMS={limit}); "
+            "delete one or raise the limit"
+        )
     row = CustomPlatform(
         name=table.name,
         title=table.title,
