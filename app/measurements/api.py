@@ -87,13 +87,13 @@ class SimulateBody(BaseModel):
     platform: Annotated[
         str | None, Field(max_length=64, description="Default: chosen from the measurement.")
     ] = None
-    unlisted: bool = False
+    unlisted: bool = Field(default=False, description="Always so for an unlisted measurement's run.")
 
 
 def simulate(session: Session, submit: Submitter, measurement_id: str, body: SimulateBody) -> dict[str, Any]:
     """Submit the run that reproduces a measurement; its id, the compare link and the notes."""
-    config, title, notes = service.simulation_config(session, measurement_id, platform=body.platform)
-    submitted = submit.config(session, config, title=title, unlisted=body.unlisted)
+    config, title, notes, hidden = service.simulation_config(session, measurement_id, platform=body.platform)
+    submitted = submit.config(session, config, title=title, unlisted=body.unlisted or hidden)
     return {
         "id": submitted.id,
         "url": run_path(submitted.id),

@@ -428,8 +428,9 @@ def simulation_platform(
 
 def simulation_config(
     session: Session, measurement_id: str, *, platform: str | None = None
-) -> tuple[dict[str, Any], str, list[str]]:
-    """(config, run title, notes) of the run that reproduces a measurement's conditions."""
+) -> tuple[dict[str, Any], str, list[str], bool]:
+    """(config, run title, notes, unlisted) of the run that reproduces a measurement's conditions:
+    an unlisted measurement's run is unlisted too (its title names the measurement)."""
     m = load_measurement_view(session, measurement_id)
     view = m.view
     wanted = _requested(view)
@@ -480,7 +481,7 @@ def simulation_config(
         title = f"Simulating {m.title} (delivery {delivery})"[:200]
     else:
         notes.append("turbostat says no load: the default mixed load on that table")
-    return config, title, notes
+    return config, title, notes, m.unlisted
 
 
 # --- calibration -------------------------------------------------------------------------------
