@@ -28,6 +28,7 @@ from app.core.database import session_scope
 from app.core.deps import RunEvents
 from app.core.models import Run, config_summary, result_summary, utcnow
 from app.core.tokens import new_id, new_token
+from app.platforms import store as platform_store
 from app.runs import service, store
 from engine import SimConfig
 from engine import engine_version as current_engine_version
@@ -81,6 +82,7 @@ def add(
     (`config_hash`: the config's, when the caller has it already)."""
     token, token_hash = new_token()
     config = spec.config
+    config_json, table_hash = platform_store.stored_config(session, config)
     run = Run(
         id=new_id(),
         title=spec.title,
@@ -88,7 +90,8 @@ def add(
         progress=0.0,
         unlisted=spec.unlisted,
         delete_token_hash=token_hash,
-        config=config.model_dump_json(),
+        stored_config=config_json,
+        platform_table_hash=table_hash,
         config_hash=config_hash or config.config_hash(),
         engine_version=current_engine_version(),
         created_at=utcnow(),
