@@ -196,6 +196,9 @@ class Run(Base):
     )
 
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    # The queue caps' accounting: the engine's estimate of the run's events, and who asked for it.
+    expected_events: Mapped[float | None] = mapped_column(Float, default=None)
+    client: Mapped[str | None] = mapped_column(String(64), default=None)
 
     # Large values last: SQLite keeps a row's tail in overflow pages, so list queries that read only
     # the summary columns above never walk through a 20 kB result to reach them.
@@ -318,7 +321,7 @@ LIST_COLUMNS = tuple(
     for c in Run.__table__.columns
     if c.name
     not in ("delete_token_hash", "config_hash", "config", "platform_table_hash", "result", "page")
-    + ("page_version", "claim", "claimed_by")
+    + ("page_version", "claim", "claimed_by", "expected_events", "client")
 )
 
 

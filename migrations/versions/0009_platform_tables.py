@@ -1,5 +1,7 @@
 """Resolved custom platform tables stored once, by hash: `platform_tables(hash, json)`, and each
 run's `platform_table_hash`; existing runs' inline tables moved there (and back on downgrade).
+Beside them, what the queue caps count: each run's `expected_events` and `client` (null for the
+runs before: they count for nobody).
 
 A run's stored config keeps `"platform_table":null` where its table was; the table's JSON is the
 exact text that stood there, so putting it back gives the same bytes.
@@ -54,6 +56,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("hash", name=op.f("pk_platform_tables")),
     )
     with op.batch_alter_table("runs", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("expected_events", sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column("client", sa.String(length=64), nullable=True))
         batch_op.add_column(sa.Column("platform_table_hash", sa.String(length=64), nullable=True))
         batch_op.create_foreign_key(
             batch_op.f("fk_runs_platform_table_hash_platform_tables"), "platform_tables",
@@ -105,4 +109,6 @@ def downgrade() -> None:
         fk = batch_op.f("fk_runs_platform_table_hash_platform_tables")
         batch_op.drop_constraint(fk, type_="foreignkey")
         batch_op.drop_column("platform_table_hash")
+        batch_op.drop_column("client")
+        batch_op.drop_column("expected_events")
     op.drop_table("platform_tables")
