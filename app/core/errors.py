@@ -89,6 +89,10 @@ class TooManyRequests(Busy):
 
 # What routes document besides their success: every status a route can answer.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {
+        "description": "Malformed request: a body that is not JSON where JSON is expected, a multipart body "
+        'that cannot be parsed, or Host, Origin or Sec-Fetch-Site sent twice: `{"detail": "..."}`'
+    },
     403: {"description": 'Cross-site request, or a wrong delete token: `{"detail": "..."}`'},
     404: {"description": 'Unknown id: `{"detail": "..."}`'},
     413: {"description": 'Request body over the limit: `{"detail": "..."}`'},
