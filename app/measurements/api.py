@@ -30,9 +30,9 @@ router = APIRouter(prefix="/api", tags=["measurements"])
         "requestBody": {
             "required": True,
             "content": {
-                "multipart/form-data": {"schema": {"type": "object"}},
-                "text/plain": {"schema": {"type": "string"}},
-                "application/zip": {"schema": {"type": "string", "format": "binary"}},
+                "multipart/form-data": {"schema": {"type": "object", "minProperties": 1}},
+                "text/plain": {"schema": {"type": "string", "minLength": 1}},
+                "application/zip": {"schema": {"type": "string", "format": "binary", "minLength": 1}},
             },
         }
     },

@@ -32,7 +32,13 @@ from app.platforms.machine import (
 )
 from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
-from engine.config import GovernorName, config_errors, table_errors, unknown_platform_message
+from engine.config import (
+    CPUIDLE_DESC_LEN,
+    GovernorName,
+    config_errors,
+    table_errors,
+    unknown_platform_message,
+)
 from engine.intel_idle_table import TableStringError, apply_table_string, table_string
 
 # The cost model's parameters as the platform page and the new-run form label them.
@@ -53,6 +59,31 @@ COST_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
+class CStateCreate(CState):
+    """A state as a custom table gives it: its `desc` bounded in the schema as the engine bounds it."""
+
+    desc: Annotated[str, Field(max_length=CPUIDLE_DESC_LEN)] = ""
+
+
+# The body gives `states`, or `intel_idle_table` with `base`: one of the two, said in the schema.
+_STATES_OR_STRING = {
+    "oneOf": [
+        {
+            "required": ["states"],
+            "properties": {"states": {"type": "array"}, "intel_idle_table": {"type": "null"}},
+        },
+        {
+            "required": ["intel_idle_table", "base"],
+            "properties": {
+                "intel_idle_table": {"type": "string"},
+                "base": {"type": "string"},
+                "states": {"type": "null"},
+            },
+        },
+    ]
+}
+
+
 class PlatformCreate(BaseModel):
     """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model,
     given as `states` or as an `intel_idle.table=` string on a `base` table.
@@ -63,7 +94,7 @@ class PlatformCreate(BaseModel):
     the kernel would ignore it, the 422 quotes the kernel's message.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_STATES_OR_STRING)
 
     name: Annotated[
         str,
@@ -76,12 +107,15 @@ class PlatformCreate(BaseModel):
     ]
     title: Annotated[str, Field(max_length=200)] = ""
     based_on: str = Field(
-        default="skx", description="Built-in platform whose topology, costs and power it uses."
+        default="skx",
+        description="Built-in platform whose topology, costs and power it uses.",
+        json_schema_extra={"enum": sorted(BUILTIN_PLATFORMS)},
     )
-    states: Annotated[list[CState] | None, Field(min_length=1, max_length=32)] = None
+    states: Annotated[list[CStateCreate] | None, Field(min_length=1, max_length=32)] = None
     base: str | None = Field(
         default=None,
         description="With `intel_idle_table`: the built-in intel_idle platform whose states it adjusts.",
+        json_schema_extra={"enum": [*sorted(BUILTIN_PLATFORMS), None]},
     )
     intel_idle_table: Annotated[str | None, Field(max_length=1024)] = Field(
         default=None,
