@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import lzma
+import re
 import tarfile
 import zipfile
 import zlib
@@ -173,6 +174,10 @@ class _Merged:
         self.first: WultMeasurement | None = None
         self.states: list[str] = []  # requested states in order of appearance; codes index it
         self.codes = np.empty(0, dtype=np.int16)
+        # Each block's rows are classed by wult's reader as it reads the block (a class depends on
+        # the row alone); the labels in order of appearance, and per row an index into them.
+        self.reached: list[str] = []
+        self.reached_codes = np.empty(0, dtype=np.int16)
         self.columns: dict[str, np.ndarray] = {}
 
     def add(self, part: WultMeasurement, first_line: int, nbytes: int) -> None:
@@ -197,6 +202,9 @@ class _Merged:
         to_code = np.array([self.states.index(s) for s in part.req_names], dtype=np.int16)
         end = self.rows + n
         self.codes[self.rows : end] = to_code[part.req_index]
+        self.reached += [label for label in part.reached_names if label not in self.reached]
+        to_reached = np.array([self.reached.index(r) for r in part.reached_names], dtype=np.int16)
+        self.reached_codes[self.rows : end] = to_reached[part.reached_index]
         for key, values in _kept(part).items():
             self.columns[key][self.rows : end] = values
         self.rows = end
@@ -208,7 +216,9 @@ class _Merged:
             grown[key][: self.rows] = old[: self.rows]
         codes = np.empty(capacity, dtype=np.int16)
         codes[: self.rows] = self.codes[: self.rows]
-        self.columns, self.codes = grown, codes
+        reached = np.empty(capacity, dtype=np.int16)
+        reached[: self.rows] = self.reached_codes[: self.rows]
+        self.columns, self.codes, self.reached_codes = grown, codes, reached
 
     def measurement(self) -> WultMeasurement:
         """The whole file's measurement, classed and noted as wult's reader does."""
@@ -219,7 +229,9 @@ class _Merged:
         remap = np.array([req_names.index(s) for s in self.states], dtype=np.int16)
         req_index = remap[self.codes[:n]]
         residency = {k.removeprefix("pct:"): v for k, v in column.items() if k.startswith("pct:")}
-        reached_names, reached_index, _ = wult._classify(residency, n)
+        reached_names = tuple(sorted(self.reached, key=_reached_order))
+        to_sorted = np.array([reached_names.index(r) for r in self.reached], dtype=np.int16)
+        reached_index = to_sorted[self.reached_codes[:n]]
         intr_off = column.get("intr_off")
         classes = wult._classes(req_names, req_index, reached_names, reached_index, intr_off)
         # Every note but the last depends on the header and info.yml alone; the last, on the counts.
@@ -242,6 +254,15 @@ class _Merged:
             classes=classes,
             notes=tuple(notes),
         )
+
+
+_REACHED_LABEL = re.compile(r"^CC(\d+)(?:\+MC(\d+))?(?:\+PC(\d+))?$")
+
+
+def _reached_order(label: str) -> tuple[int, int, int]:
+    """wult's reader's order of class labels ("CC6+PC6"): by core, then module, then package state."""
+    m = _REACHED_LABEL.match(label)
+    return (int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0)) if m else (0, 0, 0)
 
 
 def _short_note(short: int, classes: int) -> str:
