@@ -27,7 +27,7 @@ from tests.conftest import sqlite_url
 
 # Examples per operation: enough to reach the documented statuses of most routes, few enough for
 # a test run of a minute or two on SQLite.
-EXAMPLES = 12
+EXAMPLES = 8
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 BASE_URL = "http://127.0.0.1"  # a loopback server answers loopback Host names only
 
