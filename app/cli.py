@@ -417,7 +417,8 @@ def cmd_platforms_import(args: argparse.Namespace) -> int:
     with _database() as factory:
         try:
             with session_scope(factory) as session:
-                table, view = import_dump(session, data, name=args.name, title=args.title or "")
+                limit = _settings().max_custom_platforms
+                table, view = import_dump(session, data, limit=limit, name=args.name, title=args.title or "")
         except InvalidInput as exc:
             raise _invalid(exc, args.file) from None
         except AppError as exc:

@@ -147,7 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.runner = runner
     app.state.run_events = runner
     app.state.fit_runner = fit_runner
-    app.state.submitter = Submitter(sessionmaker, runner, settings.reuse_results)
+    caps = lifecycle.QueueCaps(settings.client_queued_events, settings.queued_events)
+    app.state.submitter = Submitter(sessionmaker, runner, settings.reuse_results, caps)
     app.state.artifacts = Artifacts(settings.read_cache_bytes)
     app.state.run_lists = ListCache()
     errors.install(app, web.error_page)

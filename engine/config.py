@@ -536,13 +536,9 @@ class SimConfig(_Model):
             raise ValueError("states.disabled: every state is disabled; at least one must stay enabled")
         for name, on in self.states.irq_enable.items():
             state = table.states[names.index(name)]
-            bad = {"CPUIDLE_FLAG_IBRS", "CPUIDLE_FLAG_INIT_XSTATE"} & set(state.flags)
-            if on and bad:
-                raise ValueError(
-                    f"states.irq_enable.{name}: cannot enter {name} with interrupts enabled: it has "
-                    f"{', '.join(sorted(bad))}, which intel_idle never combines with IRQ_ENABLE "
-                    "(the IBRS and xstate enter paths run with interrupts off)"
-                )
+            refusal = irq_enable_refusal(name, state.flags)
+            if on and refusal:
+                raise ValueError(f"states.irq_enable.{name}: {refusal}")
             if name == "POLL" and not on:
                 raise ValueError("states.irq_enable.POLL: POLL always runs with interrupts enabled")
         if self.governor.name == "haltpoll" and (len(names) < 2 or names[0] != "POLL"):
@@ -715,6 +711,25 @@ MAX_LATENCY_LIMIT_US = 10_000_000.0
 MIN_TSC_MHZ = 1.0
 MAX_ENTRY_COST_NS = 10_000_000.0
 MAX_STATES = 32
+# struct cpuidle_state's name[CPUIDLE_NAME_LEN] and desc[CPUIDLE_DESC_LEN] (include/linux/cpuidle.h,
+# 16 and 32 since cpuidle began): a custom state's name and desc are bounded as the kernel's are.
+CPUIDLE_NAME_LEN = 16
+CPUIDLE_DESC_LEN = 32
+# intel_idle_init_cstates_icpu() gives a CPUIDLE_FLAG_IBRS state intel_idle_ibrs() and an
+# INIT_XSTATE one intel_idle_xstate(), both entered with interrupts off, and WARNs if such a
+# state also has CPUIDLE_FLAG_IRQ_ENABLE (drivers/idle/intel_idle.c).
+IRQ_OFF_FLAGS = frozenset({"CPUIDLE_FLAG_IBRS", "CPUIDLE_FLAG_INIT_XSTATE"})
+
+
+def irq_enable_refusal(name: str, flags: list[str]) -> str | None:
+    """Why state `name` with `flags` cannot be entered with interrupts enabled (None: it can)."""
+    bad = IRQ_OFF_FLAGS & set(flags)
+    if not bad:
+        return None
+    return (
+        f"cannot enter {name} with interrupts enabled: it has {', '.join(sorted(bad))}, which intel_idle "
+        "never combines with IRQ_ENABLE (the IBRS and xstate enter paths run with interrupts off)"
+    )
 
 
 def _bounds(model: type[BaseModel], name: str) -> tuple[float, float]:
@@ -732,8 +747,9 @@ def _param_errors(value: float, low: float, high: float, loc: list[str | int]) -
 
 
 def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object]]:
-    """Why a C-state table cannot be simulated: too many states, or a parameter that is not a
-    finite number within what the config's own overrides accept (a negative power, an entry
+    """Why a C-state table cannot be simulated: too many states, a name or desc longer than the
+    kernel holds, a state both IRQ_ENABLE and IBRS (or INIT_XSTATE), or a parameter that is not
+    a finite number within what the config's own overrides accept (a negative power, an entry
     cost of 1e300 or a 1e-300 MHz clock would fail the run or make nonsense)."""
     if len(table.states) > MAX_STATES:
         msg = f"at most {MAX_STATES} states, got {len(table.states)}"
@@ -747,6 +763,13 @@ def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object
     errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
     for i, s in enumerate(table.states):
         at = [*loc, "states", i]
+        for field, text, size in (("name", s.name, CPUIDLE_NAME_LEN), ("desc", s.desc, CPUIDLE_DESC_LEN)):
+            if len(text) > size:
+                msg = f"at most {size} characters (CPUIDLE_{field.upper()}_LEN), got {len(text):,}"
+                errors.append({"loc": [*at, field], "msg": msg, "type": "too_long"})
+        refusal = irq_enable_refusal(s.name, s.flags)
+        if refusal and "CPUIDLE_FLAG_IRQ_ENABLE" in s.flags:
+            errors.append({"loc": [*at, "flags"], "msg": refusal, "type": "value_error"})
         errors += _param_errors(s.power_watts.value, *watts, [*at, "power_watts", "value"])
         errors += _param_errors(s.entry_cost_ns.value, 0, MAX_ENTRY_COST_NS, [*at, "entry_cost_ns", "value"])
         if s.exit_latency_median_us is not None:

@@ -131,7 +131,7 @@ def default_idle_states() -> list[CState]:
         poll.model_copy(update={"flags": [*poll.flags, "CPUIDLE_FLAG_UNUSABLE"]}),
         CState(
             name="HLT",
-            desc="default_idle(): HLT, no cpuidle driver",
+            desc="HLT (no cpuidle driver)",
             exit_latency_us=1,
             target_residency_us=1,
             core_cstate="CC1",

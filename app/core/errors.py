@@ -48,6 +48,7 @@ class AppError(Exception):
     """An error a user caused; `detail` is what they are told."""
 
     status_code = 400
+    headers: dict[str, str] | None = None
 
     def __init__(self, detail: Any) -> None:
         super().__init__(detail if isinstance(detail, str) else repr(detail))
@@ -70,16 +71,39 @@ class UnsupportedMediaType(AppError):
     status_code = 415
 
 
+class Busy(AppError):
+    """503: the server is at a limit of its own (not the client's); retry after `retry_after_s`."""
+
+    status_code = 503
+
+    def __init__(self, detail: str, retry_after_s: int) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+
+class TooManyRequests(Busy):
+    """429: this client is at its limit; retry after `retry_after_s`."""
+
+    status_code = 429
+
+
 # What routes document besides their success: every status a route can answer.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {
+        "description": "Malformed request: a body that is not JSON where JSON is expected, a multipart body "
+        'that cannot be parsed, or Host, Origin or Sec-Fetch-Site sent twice: `{"detail": "..."}`'
+    },
     403: {"description": 'Cross-site request, or a wrong delete token: `{"detail": "..."}`'},
     404: {"description": 'Unknown id: `{"detail": "..."}`'},
     413: {"description": 'Request body over the limit: `{"detail": "..."}`'},
     415: {"description": 'Body not sent as application/json: `{"detail": "..."}`'},
     422: {"description": 'Invalid input: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`'},
+    429: {
+        "description": 'This client has too much work queued; retry after `Retry-After`: `{"detail": "..."}`'
+    },
     503: {
-        "description": "Database unavailable (locked, disk full) or every connection busy; retry after "
-        '`Retry-After`: `{"detail": "..."}`'
+        "description": "Database unavailable (locked, disk full), every connection busy, the queue full or "
+        'imports at their limit; retry after `Retry-After`: `{"detail": "..."}`'
     },
 }
 
@@ -145,7 +169,7 @@ def install(app: Any, page: ErrorPage) -> None:
 
     async def app_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AppError)
-        return render(request, exc.status_code, exc.detail)
+        return render(request, exc.status_code, exc.detail, exc.headers)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)

@@ -22,8 +22,12 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    case,
+    func,
+    literal,
+    select,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 
 from engine import metrics
 
@@ -79,6 +83,21 @@ def summary(label: str, *, config: Any = None, metric: str | None = None) -> dic
     below are the one declaration; lists, sorting, the API's row schema and the finish path derive
     from them."""
     return {"label": label, "config": config, "result": metrics.get(metric) if metric else None}
+
+
+# How a run's stored config names its custom table: the table's key holds null, and the run the
+# table's hash (the key occurs once in the canonical JSON; inside a string its quotes are escaped).
+NO_TABLE = '"platform_table":null'
+TABLE_KEY = '"platform_table":'
+
+
+class PlatformTable(Base):
+    """A resolved custom platform table, stored once however many runs use it (by its JSON's sha256)."""
+
+    __tablename__ = "platform_tables"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    json: Mapped[str] = mapped_column(Text)
 
 
 class Run(Base):
@@ -178,11 +197,31 @@ class Run(Base):
     )
 
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    # The queue caps' accounting: the engine's estimate of the run's events, and who asked for it.
+    expected_events: Mapped[float | None] = mapped_column(Float, default=None)
+    client: Mapped[str | None] = mapped_column(String(64), default=None)
 
     # Large values last: SQLite keeps a row's tail in overflow pages, so list queries that read only
     # the summary columns above never walk through a 20 kB result to reach them.
-    # The validated config as canonical JSON (a custom platform's table resolved inside it).
-    config: Mapped[str] = mapped_column(Text)
+    # The validated config as canonical JSON; a custom platform's resolved table is stored once in
+    # `platform_tables`, and `config` (read-only) is the JSON with it inlined again, byte for byte.
+    stored_config: Mapped[str] = mapped_column("config", Text)
+    platform_table_hash: Mapped[str | None] = mapped_column(
+        String(64), ForeignKey("platform_tables.hash"), default=None
+    )
+    config: Mapped[str] = column_property(
+        case(
+            (platform_table_hash.is_(None), stored_config),
+            else_=func.replace(
+                stored_config,
+                NO_TABLE,
+                literal(TABLE_KEY, Text)
+                + select(PlatformTable.json)
+                .where(PlatformTable.hash == platform_table_hash)
+                .scalar_subquery(),
+            ),
+        ).label("config")  # its name in Core selects too (the hot read path's)
+    )
     # The engine's result JSON, byte for byte as the worker produced it; served without re-parsing.
     result: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     # The run page as rendered when the run finished, and the render version it was made with (a
@@ -285,8 +324,8 @@ LIST_COLUMNS = tuple(
     c.name
     for c in Run.__table__.columns
     if c.name
-    not in ("delete_token_hash", "config_hash", "config", "result", "page", "page_version")
-    + ("claim", "claimed_by")
+    not in ("delete_token_hash", "config_hash", "config", "platform_table_hash", "result", "page")
+    + ("page_version", "claim", "claimed_by", "expected_events", "client")
 )
 
 

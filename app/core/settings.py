@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The app runs from its checkout: templates/, static/ and migrations/ sit at the top level.
@@ -48,6 +49,27 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest body of a machine-dump or measurement import (a 512-CPU dump is ~1.5 MB).",
     )
+    max_custom_platforms: int = Field(
+        default=200,
+        ge=0,
+        le=100_000,
+        description="Custom platforms the database may hold (tables, imports, calibrations); 409 beyond.",
+    )
+    client_queued_events: float = Field(
+        default=2e9,
+        ge=0,
+        description="Expected events (the engine's estimate) one client may have queued or running; "
+        "429 beyond.",
+    )
+    queued_events: float = Field(
+        default=1e10, ge=0, description="Expected events the whole queue may hold; 503 beyond."
+    )
+    trusted_proxy: str = Field(
+        default="",
+        max_length=1000,
+        description="Addresses or networks (comma-separated) of proxies whose X-Forwarded-For is believed: "
+        "the client is then the first hop, from the right, that is not one of them.",
+    )
     wait_timeout_s: float = Field(default=60.0, ge=0, le=3600, description="Longest `?wait=true` wait.")
     progress_step: float = Field(
         default=0.02, gt=0, le=1, description="Workers report progress every this fraction of a run."
@@ -66,6 +88,13 @@ class Settings(BaseSettings):
         default="", description="Base URL for share links printed by the CLI (default http://HOST:PORT)."
     )
     log_level: str = Field(default="info", description="uvicorn log level.")
+
+    @field_validator("trusted_proxy")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            ipaddress.ip_network(part, strict=False)  # ValueError names the bad one
+        return value
 
     def base_url(self) -> str:
         if self.public_url:

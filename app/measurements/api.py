@@ -30,9 +30,9 @@ router = APIRouter(prefix="/api", tags=["measurements"])
         "requestBody": {
             "required": True,
             "content": {
-                "multipart/form-data": {"schema": {"type": "object"}},
-                "text/plain": {"schema": {"type": "string"}},
-                "application/zip": {"schema": {"type": "string", "format": "binary"}},
+                "multipart/form-data": {"schema": {"type": "object", "minProperties": 1}},
+                "text/plain": {"schema": {"type": "string", "minLength": 1}},
+                "application/zip": {"schema": {"type": "string", "format": "binary", "minLength": 1}},
             },
         }
     },
@@ -87,13 +87,13 @@ class SimulateBody(BaseModel):
     platform: Annotated[
         str | None, Field(max_length=64, description="Default: chosen from the measurement.")
     ] = None
-    unlisted: bool = False
+    unlisted: bool = Field(default=False, description="Always so for an unlisted measurement's run.")
 
 
 def simulate(session: Session, submit: Submitter, measurement_id: str, body: SimulateBody) -> dict[str, Any]:
     """Submit the run that reproduces a measurement; its id, the compare link and the notes."""
-    config, title, notes = service.simulation_config(session, measurement_id, platform=body.platform)
-    submitted = submit.config(session, config, title=title, unlisted=body.unlisted)
+    config, title, notes, hidden = service.simulation_config(session, measurement_id, platform=body.platform)
+    submitted = submit.config(session, config, title=title, unlisted=body.unlisted or hidden)
     return {
         "id": submitted.id,
         "url": run_path(submitted.id),
@@ -128,15 +128,21 @@ class CalibrateBody(BaseModel):
     name: Annotated[str | None, Field(min_length=1, max_length=48, pattern=r"^[a-z0-9][a-z0-9_\-]*$")] = None
 
 
-@router.post("/measurements/{measurement_id}/calibrate", status_code=201, responses=ERROR_RESPONSES)
+@router.post(
+    "/measurements/{measurement_id}/calibrate",
+    status_code=201,
+    responses={**ERROR_RESPONSES, 409: {"description": "Name taken, or the custom platforms at their limit"}},
+)
 def calibrate_measurement(
-    measurement_id: str, session: SessionDep, body: CalibrateBody | None = None
+    measurement_id: str, session: SessionDep, settings: SettingsDep, body: CalibrateBody | None = None
 ) -> Response:
     """Save a custom platform whose exit-latency medians (and, with >= 10^5 samples per state, the
     hardware's 99.99th percentile) are fitted to this wult measurement, labelled `measured` with
     its id; the table figures the governor sees stay the kernel's. 201 with the platform and fits."""
     body = body or CalibrateBody()
-    table, fits = service.calibrate(session, measurement_id, platform=body.platform, name=body.name)
+    table, fits = service.calibrate(
+        session, measurement_id, limit=settings.max_custom_platforms, platform=body.platform, name=body.name
+    )
     return json_response(
         {"name": table.name, "url": f"/platforms/{table.name}", "fits": fits, "table": table.model_dump()},
         201,

@@ -65,7 +65,11 @@ def simulate_measurement_form(
 
 @router.post("/measurements/{measurement_id}/calibrate", name="calibrate_measurement_form")
 def calibrate_measurement_form(
-    measurement_id: str, session: SessionDep, platform: Annotated[str, Form(max_length=64)] = ""
+    measurement_id: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    platform: Annotated[str, Form(max_length=64)] = "",
 ) -> Response:
-    table, _ = service.calibrate(session, measurement_id, platform=platform or None)
+    limit = settings.max_custom_platforms
+    table, _ = service.calibrate(session, measurement_id, limit=limit, platform=platform or None)
     return web.see_other(web.url_for("platform_page", name=table.name))

@@ -19,16 +19,18 @@ from __future__ import annotations
 import io
 import re
 import tarfile
+import threading
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import orjson
 from sqlalchemy.orm import Session
 
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import Busy, InvalidInput, NotFound
 from app.measurements import store
 from app.measurements.errors import FileError
 from app.measurements.turbostat import KEY_COLUMNS, TurbostatResult, parse_turbostat
@@ -49,6 +51,23 @@ PER_CPU_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6")
 # The magic bytes of the archives a wult result may come in: zip, gzip, bzip2, xz, and a plain tar.
 _ARCHIVE_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ")
 _MAX_FILES = 2
+# Imports parsed at once in this process: each holds up to ~200 MB while it parses a million rows.
+MAX_PARSING = 2
+PARSING_RETRY_AFTER_S = 2
+_parsing = threading.BoundedSemaphore(MAX_PARSING)
+
+
+@contextmanager
+def parsing() -> Iterator[None]:
+    """One of the `MAX_PARSING` parse slots, or `Busy` (503, Retry-After) when none is free: a
+    parse never waits, so no request holds a thread while others parse."""
+    if not _parsing.acquire(blocking=False):
+        busy = f"{MAX_PARSING} imports are being parsed; retry in {PARSING_RETRY_AFTER_S} s"
+        raise Busy(busy, PARSING_RETRY_AFTER_S)
+    try:
+        yield
+    finally:
+        _parsing.release()
 
 
 def measurement_path(measurement_id: str) -> str:
@@ -225,14 +244,17 @@ def create_measurement(
     """Parse and store a measurement; (its view, its delete token). Nothing is stored on an error."""
     if len(title) > 200:
         raise InvalidInput.one(["body", "title"], "at most 200 characters", "too_long")
-    parsed = parse_upload(files)
-    view = build_view(parsed)
+    with parsing():
+        parsed = parse_upload(files)
+        view = build_view(parsed)
+        title = title or default_title(parsed, files)[:200]
+        del parsed
     new = store.create_measurement(
         session,
         kind=view["kind"],
         view=orjson.dumps(view, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS),
         files=pack_files(files),
-        title=title or default_title(parsed, files)[:200],
+        title=title,
         unlisted=unlisted,
     )
     return _read(new.measurement), new.delete_token
@@ -305,35 +327,52 @@ _CPUID = re.compile(
 )
 _CPUINFO_FAMILY = re.compile(rb"^cpu family\s*:\s*(\d{1,4})\s*$", re.M)
 _CPUINFO_MODEL = re.compile(rb"^model\s*:\s*(\d{1,4})\s*$", re.M)
-_MAX_MEMBER = 16 * 2**20  # archive members read for the CPU model: text files of a result
+# What the CPU model is looked for in: at most this many bytes of a measurement's files and
+# archive members, read a block at a time (a result's text files; never a whole member in memory).
+_MAX_SCANNED = 64 * 2**20
+_SCAN_BLOCK = 2**20
+_OVERLAP = 4096  # a match cut by a block's end is found whole in the next
 
 
-def _texts(name: str, data: bytes) -> list[bytes]:
-    """A stored file's text, or an archive's members' (a wult result's directory)."""
+def _streams(name: str, data: bytes) -> Iterator[IO[bytes]]:
+    """A stored file as a stream, or its archive members' (a wult result's directory)."""
     try:
         if zipfile.is_zipfile(io.BytesIO(data)):
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                return [zf.read(i) for i in zf.infolist() if i.file_size <= _MAX_MEMBER][:64]
+                for info in zf.infolist():
+                    with zf.open(info) as f:
+                        yield f
+            return
         if name.endswith((".tar", ".tar.gz", ".tgz")) or data[:2] == b"\x1f\x8b":
             with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-                members = [m for m in tf.getmembers() if m.isfile() and m.size <= _MAX_MEMBER][:64]
-                return [f.read() for m in members if (f := tf.extractfile(m)) is not None]
-    except (zipfile.BadZipFile, tarfile.TarError, OSError):
-        pass
-    return [data]
+                for m in tf:
+                    if m.isfile() and (f := tf.extractfile(m)) is not None:
+                        yield f
+            return
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError):
+        return
+    yield io.BytesIO(data)
 
 
 def measured_cpu(files: Mapping[str, bytes]) -> tuple[int, int] | None:
     """(family, model) of the CPU a measurement's files name: turbostat's CPUID(1) line, or
     /proc/cpuinfo's `cpu family` and `model`; None when none does."""
+    budget = _MAX_SCANNED
     for name, data in files.items():
-        for text in _texts(name, data):
-            m = _CPUID.search(text)
-            if m:
-                return int(m.group(1)), int(m.group(2))
-            fam, mod = _CPUINFO_FAMILY.search(text), _CPUINFO_MODEL.search(text)
-            if fam and mod:
-                return int(fam.group(1)), int(mod.group(1))
+        for stream in _streams(name, data):
+            tail = b""
+            while budget > 0 and (block := stream.read(min(_SCAN_BLOCK, budget))):
+                budget -= len(block)
+                text = tail + block
+                tail = text[-_OVERLAP:]
+                m = _CPUID.search(text)
+                if m:
+                    return int(m.group(1)), int(m.group(2))
+                fam, mod = _CPUINFO_FAMILY.search(text), _CPUINFO_MODEL.search(text)
+                if fam and mod:
+                    return int(fam.group(1)), int(mod.group(1))
+            if budget <= 0:
+                return None
     return None
 
 
@@ -389,8 +428,9 @@ def simulation_platform(
 
 def simulation_config(
     session: Session, measurement_id: str, *, platform: str | None = None
-) -> tuple[dict[str, Any], str, list[str]]:
-    """(config, run title, notes) of the run that reproduces a measurement's conditions."""
+) -> tuple[dict[str, Any], str, list[str], bool]:
+    """(config, run title, notes, unlisted) of the run that reproduces a measurement's conditions:
+    an unlisted measurement's run is unlisted too (its title names the measurement)."""
     m = load_measurement_view(session, measurement_id)
     view = m.view
     wanted = _requested(view)
@@ -441,7 +481,7 @@ def simulation_config(
         title = f"Simulating {m.title} (delivery {delivery})"[:200]
     else:
         notes.append("turbostat says no load: the default mixed load on that table")
-    return config, title, notes
+    return config, title, notes, m.unlisted
 
 
 # --- calibration -------------------------------------------------------------------------------
@@ -453,13 +493,25 @@ def _depth(reached: str) -> tuple[int, int, int]:
 
 
 def calibrate(
-    session: Session, measurement_id: str, *, platform: str | None = None, name: str | None = None
+    session: Session,
+    measurement_id: str,
+    *,
+    limit: int,
+    platform: str | None = None,
+    name: str | None = None,
 ) -> tuple[Platform, list[dict[str, Any]]]:
     """A custom platform whose states wult measured enough of carry a measured exit distribution:
     median (and, with >= 10^5 samples, the hardware's 99.99th percentile `hw_exit_latency_us`),
     labelled `measured` with the measurement's id. The table figures the governor sees stay the
     kernel's. Per state, the deepest hardware state its datapoints reached with enough samples
     is fitted (wult classes rows by their own CC/PC counters). Returns (table, per-state fits)."""
+    with parsing():
+        return _calibrate(session, measurement_id, platform, name, limit)
+
+
+def _calibrate(
+    session: Session, measurement_id: str, platform: str | None, name: str | None, limit: int
+) -> tuple[Platform, list[dict[str, Any]]]:
     parsed = load_parsed(session, measurement_id)
     if not isinstance(parsed, WultMeasurement):
         assert isinstance(parsed, TurbostatResult)
@@ -530,7 +582,6 @@ def calibrate(
             ],
         }
     )
-    platform_store.create_platform(
-        session, table, based_on=base_name if base_name in BUILTIN_PLATFORMS else (base_view.based_on or "")
-    )
+    based_on = base_name if base_name in BUILTIN_PLATFORMS else (base_view.based_on or "")
+    platform_store.create_platform(session, table, based_on=based_on, limit=limit)
     return table, fits

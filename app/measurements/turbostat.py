@@ -10,6 +10,7 @@ Any error raises `TurbostatError(file, line, column, reason)` and nothing is ret
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -32,6 +33,22 @@ _CORE_OR_PACKAGE = re.compile(
     r"Uncore|UMHz|SysWatt|Sys_J|CPU%LPI|SYS%LPI)"
 )
 _MISSING = {"-", "nan", "-nan", "(neg)", "**.**", ""}
+# What a column's values can be, by what turbostat prints in it (format_counters() in
+# tools/power/x86/turbostat/turbostat.c): (pattern of names, low, high, what the values are). The
+# first match wins; a cell outside its range is damage, refused with its line and column.
+_RANGES = (
+    # Shares of the interval; counters read a moment apart can overshoot 100 by a little (1 point
+    # allowed: a guess at the skew, not a kernel fact).
+    (re.compile(r"%"), 0.0, 101.0, "a share of the interval in %"),
+    (re.compile(r"MHz"), 0.0, 100_000.0, "a frequency in MHz"),
+    (re.compile(r"Watt"), 0.0, 100_000.0, "a power in W"),
+    (re.compile(r"_J$"), 0.0, 1e15, "an energy in J"),
+    # Degrees C (tjMax less the thermal margin): -40..150 spans every part's operating range (a guess).
+    (re.compile(r"Tmp$"), -40.0, 150.0, "a temperature in degrees C"),
+    (re.compile(r"^IPC$"), 0.0, 64.0, "instructions per cycle"),
+    # Everything else turbostat prints is a count or a raw counter: unsigned 64-bit.
+    (re.compile(r""), 0.0, 2.0**64, "a count"),
+)
 _NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -255,10 +272,19 @@ def _row(cells: list[str], columns: list[str], name: str, n: int) -> TurbostatRo
 
 def _value(v: str, cell: str, name: str, n: int, col: int, colname: str) -> float | None:
     if v in _MISSING:
-        return None
+        return None  # turbostat's own spellings of "no value" (a 0/0 prints nan)
     if _NUMBER.match(v):
         x = float(v)
-        return x if math.isfinite(x) else None
-    if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", v):  # raw counters added with --add ...,raw
-        return float(int(v, 16))
-    raise TurbostatError(name, n, col, f"expected a number, got {cell!r}", colname)
+    elif re.fullmatch(r"0x[0-9a-fA-F]{1,16}", v):  # raw counters added with --add ...,raw
+        x = float(int(v, 16))
+    else:
+        raise TurbostatError(name, n, col, f"expected a number, got {cell!r}", colname)
+    low, high, meaning = _range(colname)
+    if not (math.isfinite(x) and low <= x <= high):
+        raise TurbostatError(name, n, col, f"{cell!r} is not {meaning} ({low:g}..{high:g})", colname)
+    return x
+
+
+@functools.cache
+def _range(colname: str) -> tuple[float, float, str]:
+    return next((low, high, what) for pattern, low, high, what in _RANGES if pattern.search(colname))

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query
 from fastapi.responses import Response
 
-from app.core.deps import SessionDep
+from app.core.deps import SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, InvalidInput
 from app.core.web import json_response
 from app.platforms import service
@@ -33,9 +33,9 @@ def get_platform(name: str, session: SessionDep) -> Response:
     response_model=PlatformRead,
     responses={**ERROR_RESPONSES, 400: {"description": "Malformed body"}, 409: {"description": "Name taken"}},
 )
-def create_platform(body: PlatformCreate, session: SessionDep) -> Response:
+def create_platform(body: PlatformCreate, session: SessionDep, settings: SettingsDep) -> Response:
     """A custom table: `{"name", "states": [...], "based_on": "skx"}`. Runs use it as `platform`."""
-    return json_response(service.create_platform(session, body), 201)
+    return json_response(service.create_platform(session, body, limit=settings.max_custom_platforms), 201)
 
 
 @router.post(
@@ -46,6 +46,7 @@ def create_platform(body: PlatformCreate, session: SessionDep) -> Response:
 )
 def import_platform(
     session: SessionDep,
+    settings: SettingsDep,
     dump: Annotated[bytes, Body(media_type="text/plain", description="The dump's text.")],
     name: Annotated[str | None, Query(max_length=48, description="Default: from the CPU model name.")] = None,
     title: Annotated[str, Query(max_length=200)] = "",
@@ -57,5 +58,5 @@ def import_platform(
     naming the line and the reason; nothing is stored."""
     if not dump.strip():
         raise InvalidInput.one(["body"], "empty body: send the dump's text", "missing")
-    table, _ = service.import_dump(session, dump, name=name, title=title)
+    table, _ = service.import_dump(session, dump, limit=settings.max_custom_platforms, name=name, title=title)
     return json_response(service.platform_view(session, table.name), 201)

@@ -55,7 +55,9 @@ async def import_platform_form(request: Request, session: SessionDep, settings: 
     name = upload.fields.get("name", "").strip() or None
 
     def store() -> str:
-        table, _ = service.import_dump(session, data, name=name, title=upload.title)
+        table, _ = service.import_dump(
+            session, data, limit=settings.max_custom_platforms, name=name, title=upload.title
+        )
         return table.name
 
     return web.see_other(web.url_for("platform_page", name=await run_in_threadpool(store)))

@@ -34,7 +34,13 @@ from app.platforms.machine import (
 )
 from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
-from engine.config import GovernorName, config_errors, table_errors, unknown_platform_message
+from engine.config import (
+    CPUIDLE_DESC_LEN,
+    GovernorName,
+    config_errors,
+    table_errors,
+    unknown_platform_message,
+)
 from engine.intel_idle_table import TableStringError, apply_table_string, table_string
 
 # The cost model's parameters as the platform page and the new-run form label them.
@@ -55,6 +61,31 @@ COST_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
+class CStateCreate(CState):
+    """A state as a custom table gives it: its `desc` bounded in the schema as the engine bounds it."""
+
+    desc: Annotated[str, Field(max_length=CPUIDLE_DESC_LEN)] = ""
+
+
+# The body gives `states`, or `intel_idle_table` with `base`: one of the two, said in the schema.
+_STATES_OR_STRING = {
+    "oneOf": [
+        {
+            "required": ["states"],
+            "properties": {"states": {"type": "array"}, "intel_idle_table": {"type": "null"}},
+        },
+        {
+            "required": ["intel_idle_table", "base"],
+            "properties": {
+                "intel_idle_table": {"type": "string"},
+                "base": {"type": "string"},
+                "states": {"type": "null"},
+            },
+        },
+    ]
+}
+
+
 class PlatformCreate(BaseModel):
     """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model,
     given as `states` or as an `intel_idle.table=` string on a `base` table.
@@ -65,7 +96,7 @@ class PlatformCreate(BaseModel):
     the kernel would ignore it, the 422 quotes the kernel's message.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_STATES_OR_STRING)
 
     name: Annotated[
         str,
@@ -78,12 +109,15 @@ class PlatformCreate(BaseModel):
     ]
     title: Annotated[str, Field(max_length=200)] = ""
     based_on: str = Field(
-        default="skx", description="Built-in platform whose topology, costs and power it uses."
+        default="skx",
+        description="Built-in platform whose topology, costs and power it uses.",
+        json_schema_extra={"enum": sorted(BUILTIN_PLATFORMS)},
     )
-    states: Annotated[list[CState] | None, Field(min_length=1, max_length=32)] = None
+    states: Annotated[list[CStateCreate] | None, Field(min_length=1, max_length=32)] = None
     base: str | None = Field(
         default=None,
         description="With `intel_idle_table`: the built-in intel_idle platform whose states it adjusts.",
+        json_schema_extra={"enum": [*sorted(BUILTIN_PLATFORMS), None]},
     )
     intel_idle_table: Annotated[str | None, Field(max_length=1024)] = Field(
         default=None,
@@ -186,9 +220,9 @@ def _as_given(error: dict[str, Any], poll_added: bool) -> dict[str, Any]:
     return {**error, "loc": ["body", *loc]}
 
 
-def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
+def create_platform(session: Session, body: PlatformCreate, *, limit: int) -> PlatformRead:
     """Store a custom table. 422 names the field (indices count the states as the user gave them);
-    409 if the name is taken."""
+    409 if the name is taken or `limit` custom platforms are stored."""
     if body.based_on not in BUILTIN_PLATFORMS:
         raise InvalidInput.one(
             ["body", "based_on"],
@@ -201,7 +235,7 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
     if taken(session, body.name):
         raise Conflict(f"platform {body.name!r} already exists; choose another name")
     if body.intel_idle_table is not None:
-        return _create_from_string(session, body, body.intel_idle_table)
+        return _create_from_string(session, body, body.intel_idle_table, limit)
     assert body.states is not None
     poll_added = body.states[0].name != "POLL"
     try:
@@ -213,11 +247,11 @@ def create_platform(session: Session, body: PlatformCreate) -> PlatformRead:
         errors = config_errors(exc)  # type: ignore[assignment]
     if errors:
         raise InvalidInput([_as_given(e, poll_added) for e in errors])
-    row = store.create_platform(session, table, based_on=body.based_on, states=body.states)
+    row = store.create_platform(session, table, based_on=body.based_on, limit=limit, states=body.states)
     return _custom_read(row)
 
 
-def _create_from_string(session: Session, body: PlatformCreate, string: str) -> PlatformRead:
+def _create_from_string(session: Session, body: PlatformCreate, string: str, limit: int) -> PlatformRead:
     """A custom platform that is `base` under `intel_idle.table=<string>`."""
     if body.base is None or body.base not in BUILTIN_PLATFORMS:
         message = "the table the string adjusts" if body.base is None else unknown_platform_message(body.base)
@@ -234,7 +268,7 @@ def _create_from_string(session: Session, body: PlatformCreate, string: str) -> 
     errors = table_errors(table, [])
     if errors:
         raise InvalidInput([{**e, "loc": ["body", *e["loc"]]} for e in errors])
-    row = store.create_platform(session, table, based_on=body.base)
+    row = store.create_platform(session, table, based_on=body.base, limit=limit)
     return _custom_read(row)
 
 
@@ -321,10 +355,11 @@ def unique_name(session: Session, base: str) -> str:
 
 
 def import_dump(
-    session: Session, data: bytes | str, *, name: str | None = None, title: str = ""
+    session: Session, data: bytes | str, *, limit: int, name: str | None = None, title: str = ""
 ) -> tuple[Platform, MachineView]:
     """Parse, recognise and store a dump as a custom platform. Raises `InvalidInput` (422, the line
-    and reason) for a bad dump or name, `Conflict` (409) for a name that is taken; stores nothing then."""
+    and reason) for a bad dump or name, `Conflict` (409) for a name that is taken or `limit` custom
+    platforms stored; stores nothing then."""
     if name is not None and not NAME_PATTERN.match(name):
         raise InvalidInput.one(
             ["query", "name"], "1 to 48 of a-z, 0-9, - and _, starting with a letter or digit", "value_error"
@@ -386,8 +421,9 @@ def import_dump(
         },
     )
     # The row's based_on is the built-in whose costs the table has (the answer's is recognition's).
+    machine = view.model_dump_json()
     store.create_platform(
-        session, table, based_on=match.builtin, machine=view.model_dump_json(), dump=gzipped(data)
+        session, table, based_on=match.builtin, limit=limit, machine=machine, dump=gzipped(data)
     )
     return table, view
 

@@ -11,6 +11,8 @@ finishes), then writes result, summary columns and page in the transaction that 
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -20,14 +22,16 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import Depends, Request
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core import web
 from app.core.database import session_scope
 from app.core.deps import RunEvents
-from app.core.models import Run, config_summary, result_summary, utcnow
+from app.core.errors import Busy, TooManyRequests
+from app.core.models import ACTIVE, Run, config_summary, result_summary, utcnow
 from app.core.tokens import new_id, new_token
+from app.platforms import store as platform_store
 from app.runs import service, store
 from engine import SimConfig
 from engine import engine_version as current_engine_version
@@ -75,12 +79,18 @@ class RunSpec:
 
 
 def add(
-    session: Session, spec: RunSpec, *, status: str = "queued", config_hash: str | None = None
+    session: Session,
+    spec: RunSpec,
+    *,
+    status: str = "queued",
+    config_hash: str | None = None,
+    client: str | None = None,
 ) -> Submitted:
     """Add a run: queued, or `running` when this process computes (or copies) it at once
-    (`config_hash`: the config's, when the caller has it already)."""
+    (`config_hash`: the config's, when the caller has it already; `client`: who asked)."""
     token, token_hash = new_token()
     config = spec.config
+    config_json, table_hash = platform_store.stored_config(session, config)
     run = Run(
         id=new_id(),
         title=spec.title,
@@ -88,13 +98,16 @@ def add(
         progress=0.0,
         unlisted=spec.unlisted,
         delete_token_hash=token_hash,
-        config=config.model_dump_json(),
+        stored_config=config_json,
+        platform_table_hash=table_hash,
         config_hash=config_hash or config.config_hash(),
         engine_version=current_engine_version(),
         created_at=utcnow(),
         started_at=utcnow() if status == "running" else None,
         sweep_id=spec.sweep_id,
         sweep_index=spec.sweep_index,
+        expected_events=config.expected_events(config.resolve_platform()),
+        client=client,
         **config_summary(config),
     )
     session.add(run)
@@ -102,13 +115,53 @@ def add(
     return Submitted(run.id, status, token)
 
 
+@dataclass(frozen=True)
+class QueueCaps:
+    """Expected events (the engine's estimate) queued or running: per client (429) and in all (503)."""
+
+    client_events: float = float("inf")
+    all_events: float = float("inf")
+
+
+# How long a client at a cap is asked to wait: a guess at how long a worker takes to drain a
+# cap's worth of the smallest runs, not a measured figure.
+QUEUE_RETRY_AFTER_S = 30
+
+
 @dataclass
 class Submitter:
-    """Submission bound to a database, the runner's events and the reuse setting (one per process)."""
+    """Submission bound to a database, the runner's events and the reuse setting (one per process;
+    `for_client` binds a request's client for the queue caps)."""
 
     factory: sessionmaker[Session]
     events: RunEvents
     reuse: bool = True
+    caps: QueueCaps = QueueCaps()
+    client: str | None = None
+
+    def for_client(self, client: str) -> Submitter:
+        return dataclasses.replace(self, client=client)
+
+    def check_caps(self, session: Session, specs: Sequence[RunSpec]) -> None:
+        """`TooManyRequests` when the specs would take this client past its queued events,
+        `Busy` when they would take the whole queue past its own."""
+        new = sum(spec.config.expected_events(spec.config.resolve_platform()) for spec in specs)
+        active = select(func.coalesce(func.sum(Run.expected_events), 0.0)).where(Run.status.in_(ACTIVE))
+        if self.client is not None:
+            mine = float(session.scalar(active.where(Run.client == self.client)) or 0.0)
+            if mine + new > self.caps.client_events:
+                raise TooManyRequests(
+                    f"this client has about {mine:,.0f} events queued or running; {new:,.0f} more would pass "
+                    f"its limit of {self.caps.client_events:,.0f}: retry when some have run",
+                    QUEUE_RETRY_AFTER_S,
+                )
+        queued = float(session.scalar(active) or 0.0)
+        if queued + new > self.caps.all_events:
+            raise Busy(
+                f"the queue holds about {queued:,.0f} events; {new:,.0f} more would pass its limit of "
+                f"{self.caps.all_events:,.0f}: retry when some have run",
+                QUEUE_RETRY_AFTER_S,
+            )
 
     def __call__(
         self, specs: Sequence[RunSpec], *, before: Callable[[Session], None] | None = None
@@ -119,13 +172,14 @@ class Submitter:
         version = current_engine_version()
         made: list[tuple[Submitted, Any]] = []
         with session_scope(self.factory) as session:
+            self.check_caps(session, specs)
             if before is not None:
                 before(session)
             for spec in specs:
                 source = (
                     store.find_reusable(session, spec.config.config_hash(), version) if self.reuse else None
                 )
-                sub = add(session, spec, status="queued" if source is None else "running")
+                sub = add(session, spec, status="queued" if source is None else "running", client=self.client)
                 reused = None
                 if source is not None:
                     reused = (source.result, source.engine_version, None if source.unlisted else source.id)
@@ -150,8 +204,30 @@ class Submitter:
         return self.one(config, title=title, unlisted=unlisted)
 
 
+def client_address(request: Request, trusted_proxy: str) -> str:
+    """Who sent the request: the peer, or behind trusted proxies the first X-Forwarded-For hop,
+    from the right, that is not one of them (the hops left of it could be made up)."""
+    peer = request.client.host if request.client else "unknown"
+    trusted = [ipaddress.ip_network(p.strip(), strict=False) for p in trusted_proxy.split(",") if p.strip()]
+
+    def is_trusted(hop: str) -> bool:
+        try:
+            address = ipaddress.ip_address(hop)
+        except ValueError:
+            return False
+        return any(address in network for network in trusted)
+
+    hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",") if h.strip()]
+    for hop in reversed([*hops, peer]):
+        if not is_trusted(hop):
+            return hop[:64]
+    return peer[:64]
+
+
 async def get_submitter(request: Request) -> Submitter:
-    return request.app.state.submitter  # type: ignore[no-any-return]
+    """The process's submitter, bound to the request's client (the queue caps count per client)."""
+    submitter: Submitter = request.app.state.submitter
+    return submitter.for_client(client_address(request, request.app.state.settings.trusted_proxy))
 
 
 SubmitterDep = Annotated[Submitter, Depends(get_submitter)]

@@ -47,7 +47,7 @@ def test_a_failing_run_stores_its_error_and_the_server_stays_up(server_factory: 
     try:
         with session_scope(make_sessionmaker(db_engine)) as session:
             bad_id = lifecycle.add(session, RunSpec(SimConfig(), title="broken")).id
-            session.get(Run, bad_id).config = '{"duration_ms": "soon"}'  # type: ignore[union-attr]
+            session.get(Run, bad_id).stored_config = '{"duration_ms": "soon"}'  # type: ignore[union-attr]
     finally:
         db_engine.dispose()
     with httpx.Client(base_url=server.url, timeout=120.0) as client:
