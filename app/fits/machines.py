@@ -36,15 +36,15 @@ def platform_name(machine: str) -> str:
     return f"{PREFIX}{machine}"
 
 
-def import_and_fit(session: Session, machine: str) -> dict[str, Any]:
-    """Import the development machine (unless it already is) and queue a fit of its twin with the
-    default seed and budget."""
+def import_and_fit(session: Session, machine: str, *, limit: int) -> dict[str, Any]:
+    """Import the development machine (unless it already is: `limit` custom platforms at most) and
+    queue a fit of its twin with the default seed and budget."""
     if machine not in machine_names():
         raise NotFound(f"no development machine {machine!r}")
     name = platform_name(machine)
     if store.platform_dump(session, name) is None:  # not imported yet
         data = (MACHINES_DIR / f"{machine}{SUFFIX}").read_bytes()
-        platforms.import_dump(session, data, name=name, title=f"development machine {machine}")
+        platforms.import_dump(session, data, limit=limit, name=name, title=f"development machine {machine}")
         session.flush()
     return service.submit(session, name, FitCreate())
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import Response
 
 from app.core import web
-from app.core.deps import SessionDep
+from app.core.deps import SessionDep, SettingsDep
 from app.core.errors import InvalidInput
 from app.fits import charts, machines, service
 from app.fits.runner import FitRunnerDep
@@ -187,9 +187,11 @@ def validation_machines_page(request: Request, session: SessionDep) -> Response:
 
 
 @router.post("/validation/machines/{name}/fit", name="validation_machine_fit")
-def validation_machine_fit(name: str, session: SessionDep, runner: FitRunnerDep) -> Response:
+def validation_machine_fit(
+    name: str, session: SessionDep, settings: SettingsDep, runner: FitRunnerDep
+) -> Response:
     """Import a development machine (once) and fit its twin."""
-    made = machines.import_and_fit(session, name)
+    made = machines.import_and_fit(session, name, limit=settings.max_custom_platforms)
     session.commit()
     runner.queued()
     return web.see_other(service.fit_path(made["id"]))
