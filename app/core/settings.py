@@ -19,7 +19,7 @@ LEGACY_DATABASE = "idlelab.db"
 
 
 def user_database_path() -> Path:
-    """The per-user database file (`$XDG_DATA_HOME/idlelab/idlelab.db`, by default
+    """The per-user database file (on Linux `$XDG_DATA_HOME/idlelab/idlelab.db`, by default
     `~/.local/share/idlelab/idlelab.db`): the server and every command find the same one, from
     whatever directory they run in."""
     return Path(platformdirs.user_data_dir("idlelab", appauthor=False)) / "idlelab.db"
@@ -36,7 +36,10 @@ def _default_database_url() -> str:
     legacy = Path.cwd() / LEGACY_DATABASE
     if not path.exists() and legacy.is_file():
         return _sqlite_url(legacy)
-    path.parent.mkdir(parents=True, exist_ok=True)  # SQLite creates the file, not its folder
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # SQLite creates the file, not its folder
+    except OSError:
+        pass  # opening the database then fails naming this path, which says more than a traceback here
     return _sqlite_url(path)
 
 
