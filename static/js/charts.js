@@ -17,7 +17,8 @@ const AHEAD = "300px 0px";
 
 // Plotly draws a title on one line: on a narrow chart a long one runs off both ends. Titles are
 // broken between words to fit the chart (a character is taken as ~0.55 em of its font), and the
-// margin beside each grows by the lines added.
+// margin beside each grows by the lines added; above and below, the chart grows by as much, so
+// the plot keeps its height (a legend of many rows on a phone already takes much of it).
 const CHAR_EM = 0.55;
 
 function wrapWords(text, width, fontSize) {
@@ -47,7 +48,9 @@ function fitTitles(layout, width) {
     const [text, lines] = wrapWords(owner.title.text, room, size);
     if (lines === 1) continue;
     owner.title = Object.assign({}, owner.title, { text });
-    margin[side] += Math.ceil((lines - 1) * size * 1.3);
+    const added = Math.ceil((lines - 1) * size * 1.3);
+    margin[side] += added;
+    if (side !== "l") layout.height = (layout.height || height) + added;
   }
   layout.margin = margin;
 }
