@@ -77,12 +77,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"idlelab: serving on {settings.base_url()}/  (database {_redact(settings.database_url)})", flush=True
     )
+    _say_database(settings, writes=False)
     uvicorn.run(
         app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
-        access_log=False,
+        access_log=settings.access_log,
         timeout_keep_alive=30,
     )
     return 0
@@ -165,8 +166,23 @@ class _NoSession:
         return None
 
 
+def _say_database(settings: Any, *, writes: bool = True) -> None:
+    """On stderr: the database a writing command writes to, and how to move an old ./idlelab.db."""
+    from app.core.settings import database_note
+
+    if writes:
+        print(f"idlelab: database {_redact(settings.database_url)}", file=sys.stderr, flush=True)
+    note = database_note(settings)
+    if note:
+        print(f"idlelab: {note}", file=sys.stderr, flush=True)
+
+
 class _database:  # noqa: N801 - used as a context manager
-    """The configured database, migrated to head; disposed on exit."""
+    """The configured database, migrated to head; disposed on exit, where a writing command that
+    succeeded says which database it wrote to."""
+
+    def __init__(self, *, writes: bool = False) -> None:
+        self.writes = writes
 
     def __enter__(self) -> Any:
         from app.core.database import make_db_engine, make_sessionmaker, upgrade_db
@@ -180,8 +196,10 @@ class _database:  # noqa: N801 - used as a context manager
         self.settings = settings
         return make_sessionmaker(self.db_engine)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.db_engine.dispose()
+        if exc_type is None:
+            _say_database(self.settings, writes=self.writes)
 
 
 class ProgressBar:
@@ -244,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from app.runs import lifecycle
 
         wire()  # the page stored with the run links the app's routes
-        with _database() as factory:
+        with _database(writes=True) as factory:
             spec = lifecycle.RunSpec(config, args.title or "", args.unlisted)
             with session_scope(factory) as session:
                 new = lifecycle.add(session, spec, status="running")
@@ -414,7 +432,7 @@ def cmd_platforms_import(args: argparse.Namespace) -> int:
     from app.platforms.service import import_dump
 
     data = _read_input(args.file)
-    with _database() as factory:
+    with _database(writes=True) as factory:
         try:
             with session_scope(factory) as session:
                 limit = _settings().max_custom_platforms
@@ -450,7 +468,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from app.measurements.service import create_measurement
 
     files = {Path(f).name if f != "-" else "stdin": _read_input(f) for f in args.files}
-    with _database() as factory:
+    with _database(writes=True) as factory:
         try:
             with session_scope(factory) as session:
                 view, token = create_measurement(
@@ -472,7 +490,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from app.core.database import session_scope
     from app.scenarios import service
 
-    with _database() as factory, _runner(factory, workers=1) as (runner, submit):
+    with _database(writes=True) as factory, _runner(factory, workers=1) as (runner, submit):
         with session_scope(factory) as session:
             submitted = service.submit_missing(session, submit)
         for s in submitted:
@@ -579,7 +597,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     body = load_json_file(args.file, "a sweep (`base` and `axes`)")
     settings = _settings()
     if args.scheduler:
-        with _database() as factory:
+        with _database(writes=True) as factory:
             return sweep_on_scheduler(body, args.scheduler, factory, settings.base_url())
     return sweep_on_server(body, args.server or settings.base_url())
 
@@ -609,6 +627,7 @@ def cmd_db(args: argparse.Namespace) -> int:
     from app.core.database import downgrade_db, upgrade_db
 
     settings = _settings()
+    _say_database(settings, writes=False)  # the line below names it
     try:
         if args.db_command == "upgrade":
             upgrade_db(settings.database_url, args.revision)

@@ -82,6 +82,9 @@ MECHANISM_NAMES: dict[str, str] = {
 _RUN_PATTERNS = ("", "/", "x", ".", "\\", "+")
 _RUN_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 _RUN_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star")
+# Where bars of several runs share their colours (the state's), each run's bars are outlined in
+# its own neutral colour, and the legend names the runs by it.
+_RUN_OUTLINES = ("#111111", "#8a8a8a", "#6b4226", "#4a4a8c", "#c2a878", "#4f7f7f")
 
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
@@ -191,6 +194,25 @@ def _run_pattern(i: int) -> dict[str, Any]:
     if not shape:
         return {}
     return {"pattern": {"shape": shape, "fgcolor": "#ffffff", "fillmode": "overlay"}}
+
+
+def _run_outline(i: int) -> str:
+    return _RUN_OUTLINES[i % len(_RUN_OUTLINES)]
+
+
+def _run_legend_entry(i: int, label: str) -> Figure:
+    """A legend entry for the i-th run of a bar chart whose bars take the state's colour: a square
+    in the run's outline colour that shows or hides the run's bars (their `legendgroup`). A marker
+    with no point, not a bar: an empty bar trace would still take a slot in each bar group."""
+    return _scatter(
+        name=label,
+        legendgroup=f"run-{i}",
+        x=[None],
+        y=[None],
+        mode="markers",
+        marker={"symbol": "square", "size": 13, "color": _run_outline(i)},
+        hoverinfo="skip",
+    )
 
 
 def _runs(result_or_runs: Result | Sequence[tuple[str, Result]]) -> list[tuple[str, Result]]:

@@ -24,6 +24,8 @@ _IPI_CATEGORIES = (
 )
 # One colour per part of the sender's cost (the mechanism is named in the legend and hover).
 PART_COLORS = {"setup": "#999999", "csd_wait": "#d95f02", "line_transfers": "#1b9e77", "apic_send": "#7570b3"}
+# Upright category labels take ~7 px of height a character (13 px font).
+_LABEL_PX_PER_CHAR = 7
 PART_NAMES = {
     "setup": "call setup",
     "csd_wait": "csd_lock() wait",
@@ -112,7 +114,7 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
                     ),
                 )
             )
-    return _figure(
+    figure = _figure(
         traces,
         "IPI sender cost by target, stacked by part",
         barmode="stack",
@@ -120,3 +122,9 @@ def ipi_cycles_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> 
         xaxis={"title": {"text": "Target"}, "type": "category"},
         yaxis={"title": {"text": "Cycles per call (TSC, mean)"}, "rangemode": "tozero"},
     )
+    if len(runs) > 1:
+        # A bar per target and run: plotly turns the long labels upright, under the plot; the chart
+        # grows by their length (~7 px a character) so they do not take the plot's own height.
+        longest = max(len(x) for t in traces for x in t["x"])
+        figure["layout"]["height"] += _LABEL_PX_PER_CHAR * longest
+    return figure

@@ -13,6 +13,8 @@ from app.charts.base import (
     _bar,
     _figure,
     _heatmap,
+    _run_legend_entry,
+    _run_outline,
     _run_pattern,
     _runs,
     _state_names,
@@ -37,15 +39,18 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
         above = [s["above"] for s in result["states"]] + [None]
         below = [s["below"] for s in result["states"]] + [None]
         custom = [[u, t, a, b] for u, t, a, b in zip(usage, time_ms, above, below, strict=True)]
+        several = len(runs) > 1  # then the outline tells the runs apart (the legend's colour)
         traces.append(
             _bar(
                 name=label or "residency",
+                legendgroup=f"run-{i}",
+                showlegend=False,
                 x=names,
                 y=shares,
                 marker={
                     "color": [state_color(n) for n in names],
                     **_run_pattern(i),
-                    "line": {"color": "#333", "width": 0.5},
+                    "line": {"color": _run_outline(i), "width": 2 if several else 0.5},
                 },
                 customdata=custom,
                 texttemplate="%{y:.1f}%" if len(runs) == 1 else None,
@@ -57,6 +62,8 @@ def residency_figure(result_or_runs: Result | Sequence[tuple[str, Result]]) -> F
                 ),
             )
         )
+    if len(runs) > 1:
+        traces += [_run_legend_entry(i, label) for i, (label, _) in enumerate(runs)]
     return _figure(
         traces,
         "Residency per C-state (C0 = busy)",

@@ -4,13 +4,44 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shlex
 from pathlib import Path
 
+import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The app runs from its checkout: templates/, static/ and migrations/ sit at the top level.
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+# The database of versions before the per-user default: a file in the working directory.
+LEGACY_DATABASE = "idlelab.db"
+
+
+def user_database_path() -> Path:
+    """The per-user database file (on Linux `$XDG_DATA_HOME/idlelab/idlelab.db`, by default
+    `~/.local/share/idlelab/idlelab.db`): the server and every command find the same one, from
+    whatever directory they run in."""
+    return Path(platformdirs.user_data_dir("idlelab", appauthor=False)) / "idlelab.db"
+
+
+def _sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def _default_database_url() -> str:
+    """The per-user database; the working directory's old `idlelab.db` while the per-user one
+    does not exist yet (`database_note` says how to move it)."""
+    path = user_database_path()
+    legacy = Path.cwd() / LEGACY_DATABASE
+    if not path.exists() and legacy.is_file():
+        return _sqlite_url(legacy)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # SQLite creates the file, not its folder
+    except OSError:
+        pass  # opening the database then fails naming this path, which says more than a traceback here
+    return _sqlite_url(path)
 
 
 def _default_workers() -> int:
@@ -23,8 +54,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="IDLELAB_", extra="ignore")
 
     database_url: str = Field(
-        default="sqlite:///./idlelab.db",
-        description="Any SQLAlchemy URL; the default is a SQLite file in the working directory.",
+        default_factory=_default_database_url,
+        description="Any SQLAlchemy URL; the default is the per-user SQLite file "
+        "(`~/.local/share/idlelab/idlelab.db`, under $XDG_DATA_HOME when set), or ./idlelab.db while "
+        "that one is absent and ./idlelab.db exists.",
     )
     workers: int = Field(
         default_factory=_default_workers,
@@ -88,6 +121,9 @@ class Settings(BaseSettings):
         default="", description="Base URL for share links printed by the CLI (default http://HOST:PORT)."
     )
     log_level: str = Field(default="info", description="uvicorn log level.")
+    access_log: bool = Field(
+        default=True, description="uvicorn's access log, a line per request (IDLELAB_ACCESS_LOG=0: off)."
+    )
 
     @field_validator("trusted_proxy")
     @classmethod
@@ -101,6 +137,20 @@ class Settings(BaseSettings):
             return self.public_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+
+def database_note(settings: Settings) -> str | None:
+    """How to move the working directory's old `idlelab.db` to the per-user place, when the
+    default fell back to it (None otherwise)."""
+    legacy = Path.cwd() / LEGACY_DATABASE
+    if "database_url" in settings.model_fields_set or settings.database_url != _sqlite_url(legacy):
+        return None
+    target = user_database_path()
+    return (
+        f"using {legacy}, the old default in the working directory; to make it the per-user database "
+        f"every directory finds, stop the server and run: mkdir -p {shlex.quote(str(target.parent))} && "
+        f"mv {shlex.quote(str(legacy))}* {shlex.quote(str(target.parent))}/"
+    )
 
 
 def get_settings() -> Settings:

@@ -47,6 +47,10 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
+# /redoc's search index runs in a Web Worker that Redoc builds from a blob: URL, on that page only.
+# Its sidebar's "by Redocly" logo (an image on Redoc's CDN) stays refused: offline it would not
+# load either, and Redoc drops the image when it fails.
+REDOC_CSP = CSP + "; worker-src blob:"
 # On every answer (pages, JSON, static files, errors), beside the CSP.
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"))
 # Versioned URLs (the plotly bundle, `?v=<hash>` static links) never change content.
@@ -394,7 +398,7 @@ class Edge:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
-        csp = self.docs_csp if path == "/docs" else CSP.encode()
+        csp = self.docs_csp if path == "/docs" else REDOC_CSP.encode() if path == "/redoc" else CSP.encode()
         static = path.startswith(("/static/", "/static-offline-docs/"))
         added = [(b"content-security-policy", csp), *SECURITY_HEADERS]
         if static:

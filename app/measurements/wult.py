@@ -31,6 +31,15 @@ DATAPOINTS = "datapoints.csv"
 INFO = "info.yml"
 # A p99.99 needs ~10^5 samples per class: the 10 largest of them lie beyond it (DESIGN 6).
 P9999_SAMPLES = 100_000
+# A percentile p has at least one sample beyond it only from 1 / (1 - p) samples on: with fewer,
+# what is printed as the p99 is just the largest sample.
+PERCENTILE_SAMPLES = {"p90": 10, "p99": 100, "p99.9": 1_000, "p99.99": P9999_SAMPLES}
+# Medians of WakeLatency that no C-state reaches (a heuristic, not a kernel fact): POLL and C1-class
+# states wake in a few microseconds, so a median over 200 us is most likely ns written where the
+# format means us; and intel_idle refuses any exit latency over 5,000 us (`intel_idle.table=`'s
+# check, 111f77a23348). Under format 1.0 (ns), a median below 50 ns for a state past POLL is
+# most likely us written where ns are meant.
+PLAUSIBLE_MEDIAN_US = {"shallow": 200.0, "deep": 5_000.0, "floor": 0.05}
 # Ten classes of 10^5 (say five requested states, two reached each).
 MAX_DATAPOINTS = 1_000_000
 MAX_REQ_STATES = 32  # as many as cpuidle registers (CPUIDLE_STATE_MAX is 10; sysfs dumps allow 32)
@@ -88,6 +97,8 @@ class WultClass:
     count: int
     intr_off: bool | None  # None: mixed, or no IntrOff column
     enough_for_p9999: bool
+    # The percentiles (of PERCENTILE_SAMPLES) this class has too few samples for.
+    thin_percentiles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -342,6 +353,14 @@ def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement
     if intr_off is None:
         notes.append("no IntrOff column: whether the handler ran before the exit housekeeping is unknown")
     classes = _classes(req_names, req_index, reached_names, reached_index, intr_off)
+    notes += _implausible(req_names, req_index, wake, info.format_version)
+    for c in classes:
+        if c.reached == "any" and "p99" in c.thin_percentiles:
+            notes.append(
+                f"{c.req_cstate}: {c.count:,} datapoint(s): too few for its "
+                f"{', '.join(c.thin_percentiles)} (a p99 needs {PERCENTILE_SAMPLES['p99']} samples): "
+                "what they show is the largest sample"
+            )
     short = [c for c in classes if not c.enough_for_p9999]
     if short:
         notes.append(
@@ -364,6 +383,35 @@ def _parse_datapoints(data: bytes, name: str, info: WultInfo) -> WultMeasurement
         classes=classes,
         notes=tuple(notes),
     )
+
+
+def _implausible(
+    req_names: tuple[str, ...], req_index: np.ndarray, wake_ns: np.ndarray, fv: str
+) -> list[str]:
+    """Warnings for requested states whose median WakeLatency no C-state has (PLAUSIBLE_MEDIAN_US):
+    the times are most likely in another unit than `format_version` says."""
+    unit = "ns" if _NS_PER_UNIT[fv] == 1.0 else "us"
+    out = []
+    for r, name in enumerate(req_names):
+        samples = wake_ns[req_index == r]
+        if not samples.size:
+            continue
+        median_us = float(np.median(samples)) / 1000.0
+        shallow = _state_sort_key(name)[0] <= 1  # POLL, C1, C1E, C1_ACPI
+        ceiling = PLAUSIBLE_MEDIAN_US["shallow" if shallow else "deep"]
+        if median_us > ceiling:
+            out.append(
+                f"implausible WakeLatency: {name}'s median reads {median_us:,.0f} us "
+                f"(over {ceiling:,.0f} us): "
+                f"format_version {fv} means the times are in {unit}; if the file holds ns, every latency "
+                "here is 1000 times too large"
+            )
+        elif unit == "ns" and name != "POLL" and median_us < PLAUSIBLE_MEDIAN_US["floor"]:
+            out.append(
+                f"implausible WakeLatency: {name}'s median reads {median_us * 1000:.1f} ns: format_version "
+                f"{fv} means ns; if the file holds us, every latency here is 1000 times too small"
+            )
+    return out
 
 
 CellKind = Literal["time", "pct", "bool", "count", "state", "float", "other"]
@@ -608,7 +656,8 @@ def _classes(
         if intr_off is not None and count:
             vals = intr_off[m]
             off = bool(vals[0]) if (vals == vals[0]).all() else None
-        return WultClass(req, reached, count, off, count >= P9999_SAMPLES)
+        thin = tuple(p for p, need in PERCENTILE_SAMPLES.items() if count < need)
+        return WultClass(req, reached, count, off, count >= P9999_SAMPLES, thin)
 
     for r, req in enumerate(req_names):
         m_req = req_index == r

@@ -101,10 +101,27 @@ def validation_page(request: Request, session: SessionDep) -> Response:
     report = views.validation_report(session)
     groups = []
     for sc in report["scenarios"]:
-        rows = [r for r in report["rows"] if r["scenario"] == sc["name"]]
+        rows = [{**r, "state": check_state(r)} for r in report["rows"] if r["scenario"] == sc["name"]]
         if rows:
             groups.append({**sc, "source": rows[0]["source"], "rows": rows})
-    return web.page(request, "validation.html", {"report": report, "fmt": views.fmt_value, "groups": groups})
+    states = [r["state"] for g in groups for r in g["rows"]]
+    counts = {state: states.count(state) for state in CHECK_STATES}
+    context = {"report": report, "fmt": views.fmt_value, "groups": groups, "counts": counts}
+    return web.page(request, "validation.html", context)
+
+
+# A check's state on the page: a row whose runs are not all done has no simulated value yet, so it
+# is neither within tolerance nor outside it.
+CHECK_STATES = ("ok", "outside", "running", "failed", "not-run")
+
+
+def check_state(row: Mapping[str, Any]) -> str:
+    if row["simulated"] is not None:
+        return "ok" if row["ok"] else "outside"
+    statuses = {run["status"] for run in row["runs"]}
+    if statuses & set(ACTIVE):
+        return "running"
+    return "failed" if "failed" in statuses else "not-run"
 
 
 @router.post("/validation/run", name="validation_run_form")

@@ -58,8 +58,18 @@ def sweep_figures(view: dict[str, Any], metric: str, x_path: str) -> dict[str, A
             views.METRICS[views.LATENCY_METRIC],
             views.ENERGY_METRIC,
             views.METRICS[views.ENERGY_METRIC],
+            axes,
+            x_path,
         ),
     }
+
+
+def show_metric(value: float | None, metric: str) -> str:
+    """A point's metric in the table, in the unit the charts and run pages use (busy in %)."""
+    if value is None:
+        return "–"
+    scale, unit = charts.shown_unit(metric)
+    return web.fmt_num(value * scale) + (f"{'' if unit == '%' else ' '}{unit}" if unit else "")
 
 
 @router.get("/sweeps/{sweep_id}", name="sweep_page")
@@ -88,6 +98,7 @@ def sweep_page(
             "metric": metric,
             "x_path": x_path,
             "metrics": views.METRICS,
+            "show_metric": show_metric,
             "charts": sweep_figures(view, metric, x_path) if done else {},
         },
     )

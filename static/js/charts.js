@@ -15,8 +15,50 @@ const PLOT_CONFIG = {
 // Start drawing a chart this far before it scrolls into view.
 const AHEAD = "300px 0px";
 
+// Plotly draws a title on one line: on a narrow chart a long one runs off both ends. Titles are
+// broken between words to fit the chart (a character is taken as ~0.55 em of its font), and the
+// margin beside each grows by the lines added; above and below, the chart grows by as much, so
+// the plot keeps its height (a legend of many rows on a phone already takes much of it).
+const CHAR_EM = 0.55;
+
+function wrapWords(text, width, fontSize) {
+  const perLine = Math.max(12, Math.floor(width / (fontSize * CHAR_EM)));
+  if (typeof text !== "string" || text.length <= perLine || text.includes("<br>")) return [text, 1];
+  const lines = [""];
+  for (const word of text.split(" ")) {
+    const line = lines[lines.length - 1];
+    if (line && (line + " " + word).length > perLine) lines.push(word);
+    else lines[lines.length - 1] = line ? line + " " + word : word;
+  }
+  return [lines.join("<br>"), lines.length];
+}
+
+function fitTitles(layout, width) {
+  const fontSize = (layout.font && layout.font.size) || 13;
+  const margin = Object.assign({ l: 70, r: 20, t: 50, b: 70 }, layout.margin);
+  const height = layout.height || 400;
+  // [where, the room along the title, its font size (plotly's defaults), the margin that grows]
+  const titles = [
+    [layout, width, fontSize * 1.4, "t"],
+    [layout.xaxis, width - margin.l - margin.r, fontSize * 1.1, "b"],
+    [layout.yaxis, height - margin.t - margin.b, fontSize * 1.1, "l"],
+  ];
+  for (const [owner, room, size, side] of titles) {
+    if (!owner || !owner.title || !owner.title.text) continue;
+    const [text, lines] = wrapWords(owner.title.text, room, size);
+    if (lines === 1) continue;
+    owner.title = Object.assign({}, owner.title, { text });
+    const added = Math.ceil((lines - 1) * size * 1.3);
+    margin[side] += added;
+    if (side !== "l") layout.height = (layout.height || height) + added;
+  }
+  layout.margin = margin;
+}
+
 export function drawFigure(target, figure) {
   const layout = Object.assign({ autosize: true }, figure.layout || {});
+  for (const axis of ["xaxis", "yaxis"]) if (layout[axis]) layout[axis] = Object.assign({}, layout[axis]);
+  fitTitles(layout, target.clientWidth || window.innerWidth);
   return window.Plotly.newPlot(target, figure.data || [], layout, PLOT_CONFIG).then((gd) => {
     target.dataset.drawn = "true";
     target.dispatchEvent(new CustomEvent("chart-drawn", { bubbles: true }));

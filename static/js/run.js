@@ -11,6 +11,12 @@ function showProgress(section, run) {
   if (bar) bar.value = run.progress || 0;
   if (text) text.textContent = run.status === "queued" ? "Queued: waiting for a worker" : `Running: ${pct}% simulated`;
   section.dataset.status = run.status;
+  // The badge under the title says what the body says.
+  const badge = document.querySelector("#run-status .status");
+  if (badge && badge.textContent !== run.status) {
+    badge.textContent = run.status;
+    badge.className = `status status-${run.status}`;
+  }
 }
 
 async function poll(section) {

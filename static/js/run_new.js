@@ -285,11 +285,20 @@ form.addEventListener("submit", async (event) => {
       return;
     }
     showErrors(data.detail !== undefined ? data.detail : `HTTP ${response.status}`);
+    if (response.status === 422) {
+      // Refused as it stands (a field out of range, a run over the event limit): nothing was
+      // stored, and the same config cannot be sent again until a field changes.
+      form.dataset.refused = "true";
+      form.addEventListener("input", () => {
+        delete form.dataset.refused;
+        button.disabled = false;
+      }, { once: true });
+      return;
+    }
   } catch (err) {
     showErrors(`Could not reach the server: ${err.message}`);
-  } finally {
-    button.disabled = false;
   }
+  button.disabled = false;
 });
 
 // ---- start -----------------------------------------------------------------------------------

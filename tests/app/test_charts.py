@@ -193,6 +193,8 @@ def test_state_colour_is_the_same_on_every_chart(result: dict[str, Any], other: 
 
     for fig in (charts.residency_figure(result), charts.residency_figure([("A", result), ("B", other)])):
         for trace in fig["data"]:
+            if trace["type"] != "bar":  # the runs' legend entries
+                continue
             for name, color in zip(trace["x"], trace["marker"]["color"], strict=True):
                 note(name, color)
     for trace in charts.timeline_figure(result)["data"]:
@@ -219,7 +221,13 @@ def test_compare_charts_tell_runs_apart(result: dict[str, Any], other: dict[str,
     cdf = figs["latency_cdf"]["data"]
     dashes = {t["name"].rsplit(" · ", 1)[1]: t["line"]["dash"] for t in cdf}
     assert dashes == {"A": "solid", "B": "dash"}
-    assert len(figs["residency"]["data"]) == 2
+    bars = [t for t in figs["residency"]["data"] if t["type"] == "bar"]
+    assert len(bars) == 2 and not any(t.get("showlegend", True) for t in bars)
+    # The legend names each run in a colour of its own, its bars' outline.
+    legend = [t for t in figs["residency"]["data"] if t["type"] != "bar"]
+    assert [t["name"] for t in legend] == ["A", "B"]
+    assert [t["marker"]["color"] for t in legend] == [b["marker"]["line"]["color"] for b in bars]
+    assert len({t["marker"]["color"] for t in legend}) == 2
     # The hardware bars of B are labelled with its name under each socket.
     groups = {t["x"][1][0] for t in figs["hardware"]["data"]}
     assert groups == {"cores · A", "package · A", "cores · B", "package · B"}

@@ -225,7 +225,8 @@ def test_compare_two_runs(new_tab: Any, api: httpx.Client) -> None:
     assert avoided.get_attribute("data-verdict") == "worse"
     assert page.locator("#delta-table td.better, #delta-table td.worse").count() >= 1
     assert HOSTILE in page.locator("table.compare-runs").inner_text()
-    for name, runs in (("residency", 2), ("ipi_cycles", 8)):  # sender cost: 4 parts per run
+    # residency: each run's bars and its legend entry; sender cost: 4 parts per run
+    for name, runs in (("residency", 4), ("ipi_cycles", 8)):
         got = drawn(page, f"chart-{name}")
         assert got["svg"] >= 1 and got["data"] == runs and got["traces"] == runs, (name, got)
     cdf = drawn(page, "chart-latency_cdf")

@@ -253,3 +253,17 @@ def test_the_calibrate_button_posts_then_shows_the_new_platform(app_client: Any)
     table = app_client.get(f"/api/platforms/{name}").json()["table"]
     c6 = next(s for s in table["states"] if s["name"] == "C6")
     assert c6["exit_latency_us"] == 170 and c6["exit_latency_median_us"]["kind"] == "measured"
+
+
+def test_the_page_says_when_intr_off_is_unknown_and_when_samples_are_few(app_client: Any) -> None:
+    header = "WakeLatency,LDist,ReqCState"
+    files = [("files", ("datapoints.csv", csv("10.0,500.0,C6", "12.0,800.0,C6", header=header))),
+             ("files", ("info.yml", INFO.encode()))]  # fmt: skip
+    no_column = post(app_client, files=files).json()["id"]
+    page = app_client.get(f"/measurements/{no_column}").text
+    assert "mixed" not in page and 'title="the result has no IntrOff column">–' in page
+    assert "too few samples for p90, p99, p99.9, p99.99" in page
+    # ROWS has an IntrOff column: C6's three rows are all IntrOff = 1, so the cell says 1.
+    with_column = post(app_client, files=TWO_FILES).json()["id"]
+    page = app_client.get(f"/measurements/{with_column}").text
+    assert "no IntrOff column" not in page

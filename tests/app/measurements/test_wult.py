@@ -384,3 +384,30 @@ def test_a_result_cut_or_spliced_anywhere_gives_a_measurement_or_a_wult_error(cu
             parse_wult(d, INFO.encode())
         except WultError as e:
             assert e.line is None or e.line >= 1
+
+
+def test_nanoseconds_under_a_microsecond_format_are_flagged_as_implausible() -> None:
+    assert not any("implausible" in n for n in parse_wult(csv(*ROWS), INFO.encode()).notes)
+    # The same C1 and C6 wake-ups written in ns while format 1.3 means us: C1 reads 1,300 us.
+    rows = [row(1300.0, 1700.0, 0, 500_000.0, "C1", 99.0, 0.0, 0.0, 0.0)] * 3
+    rows += [row(60250.0, 62750.0, 1, 1_500_000.0, "C6", 0.2, 96.0, 80.0, 0.0)] * 3
+    notes = parse_wult(csv(*rows), INFO.encode()).notes
+    (c1,) = [n for n in notes if n.startswith("implausible WakeLatency: C1's")]
+    assert "1,300 us (over 200 us)" in c1 and "1000 times too large" in c1
+    (c6,) = [n for n in notes if n.startswith("implausible WakeLatency: C6's")]
+    assert "60,250 us (over 5,000 us)" in c6
+    # And microseconds under format 1.0 (ns): C6's 60 "ns" is below any wake from C6.
+    ns_info = INFO.replace("format_version: '1.3'", "format_version: '1.0'").encode()
+    notes = parse_wult(csv(*[row(0.03, 0.05, 1, 1500.0, "C6", 0.2, 96.0, 80.0, 0.0)] * 2), ns_info).notes
+    assert any("C6's median reads 0.0 ns" in n and "1000 times too small" in n for n in notes), notes
+
+
+def test_percentiles_from_few_samples_are_flagged() -> None:
+    m = parse_wult(csv(*ROWS), INFO.encode())
+    c6 = next(c for c in m.classes if (c.req_cstate, c.reached) == ("C6", "any"))
+    assert c6.count == 3 and c6.thin_percentiles == ("p90", "p99", "p99.9", "p99.99")
+    assert any(n.startswith("C6: 3 datapoint(s): too few for its p90, p99") for n in m.notes)
+    many = parse_wult(csv(*[ROWS[3]] * 150), INFO.encode())
+    (c1,) = [c for c in many.classes if c.reached == "any"]
+    assert c1.thin_percentiles == ("p99.9", "p99.99")
+    assert not any(n.startswith("C1:") for n in many.notes)  # a p99 from 150 samples is one
