@@ -91,6 +91,8 @@ class RunView:
     summary: dict[str, Any]
     config_json: str
     result_json: bytes | None
+    repeats_json: str | None = None
+    summary_stats_json: str | None = None
 
     @property
     def status(self) -> str:
@@ -104,15 +106,36 @@ class RunView:
     def result(self) -> dict[str, Any] | None:
         return None if self.result_json is None else orjson.loads(self.result_json)
 
+    @cached_property
+    def repeats(self) -> list[dict[str, Any]] | None:
+        """Every repeat's seed and summary figures; None until done (and for runs made before repeats)."""
+        return None if self.repeats_json is None else orjson.loads(self.repeats_json)
+
+    @cached_property
+    def summary_stats(self) -> dict[str, dict[str, Any]] | None:
+        return None if self.summary_stats_json is None else orjson.loads(self.summary_stats_json)
+
     def to_json(self) -> bytes:
-        """The `GET /api/runs/{id}` body: summary fields with the stored config and result inside."""
-        result = orjson.Fragment(self.result_json) if self.result_json is not None else None
-        return orjson.dumps({**self.summary, "config": orjson.Fragment(self.config_json), "result": result})
+        """The stored part of the `GET /api/runs/{id}` body: summary fields with the stored config,
+        result, repeats and statistics inside (the note is put beside it per request)."""
+
+        def stored(text: str | bytes | None) -> Any:
+            return None if text is None else orjson.Fragment(text)
+
+        return orjson.dumps(
+            {
+                **self.summary,
+                "config": orjson.Fragment(self.config_json),
+                "result": stored(self.result_json),
+                "repeats": stored(self.repeats_json),
+                "summary_stats": stored(self.summary_stats_json),
+            }
+        )
 
 
 def run_view(row: Mapping[str, Any]) -> RunView:
     """A run from its `store.get_row` columns."""
-    return RunView(_summary(row), row["config"], row["result"])
+    return RunView(_summary(row), row["config"], row["result"], row.get("repeats"), row.get("summary_stats"))
 
 
 def load_run_view(session: Session, run_id: str) -> RunView:

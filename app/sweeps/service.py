@@ -26,8 +26,11 @@ from app.runs.lifecycle import RunSpec, Submitter
 from app.runs.service import resolve_config, run_path
 from app.sweeps import store
 from engine import SimConfig
+from engine.repeats import MAX_REPEATS, MIN_REPEATS
 
 MAX_POINTS = 1000
+# Simulations per sweep: points x repeats.
+MAX_SIMULATIONS = 1000
 PLATFORM_PATH = "platform"
 # Metrics a sweep's charts and table offer: the runs' summary columns (no result is parsed).
 METRICS: dict[str, str] = {name: str(Run.__table__.c[name].info["label"]) for name in RESULT_SUMMARY_COLUMNS}
@@ -52,6 +55,9 @@ class SweepCreate(BaseModel):
     base: dict[str, Any] = Field(default_factory=dict, description="A SimConfig (`{}`: the default run).")
     axes: Annotated[list[Axis], Field(min_length=1, max_length=8)]
     unlisted: bool = Field(default=False, description="Only the sweep's link finds it and its points.")
+    repeats: Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)] = Field(
+        default=1, description="Seeds per point (as a run's `repeats`); points x repeats <= 1,000."
+    )
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,13 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
     count = math.prod(len(a.values) for a in body.axes)
     if count > MAX_POINTS:
         raise InvalidInput.one(_loc("axes"), f"{count} points over the limit of {MAX_POINTS}", "value_error")
+    if count * body.repeats > MAX_SIMULATIONS:
+        raise InvalidInput.one(
+            _loc("repeats"),
+            f"{count} points x {body.repeats} repeats = {count * body.repeats} simulations, over the limit "
+            f"of {MAX_SIMULATIONS}",
+            "value_error",
+        )
     for n, axis in enumerate(body.axes):
         for m, value in enumerate(axis.values):
             data = copy.deepcopy(base)
@@ -170,7 +183,7 @@ def submit(session: Session, submitter: Submitter, body: SweepCreate) -> dict[st
         s.flush()
 
     specs = [
-        RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index)
+        RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index, body.repeats)
         for p in points
     ]
     submitter(specs, before=add_sweep)
