@@ -90,13 +90,18 @@ class MetricStats(BaseModel):
     stddev: float | None = Field(description="Sample standard deviation (ddof 1); null with one repeat.")
 
 
-class NoteRead(BaseModel):
-    """`GET /api/{runs|sweeps|measurements}/{id}/note`."""
+class NoteStamp(BaseModel):
+    """A note as `GET /api/runs/{id}` puts it beside the run."""
 
     text: str
-    html: str = Field(description="The text as safe HTML: URLs, commit ids and <Message-ID>s linked.")
-    version: int = Field(description="Counts the note's edits (an ETag covers it).")
+    version: int = Field(description="Counts the note's edits (the run's ETag covers it).")
     updated_at: str
+
+
+class NoteRead(NoteStamp):
+    """`GET /api/{runs|sweeps|measurements}/{id}/note`."""
+
+    html: str = Field(description="The text as safe HTML: URLs, commit ids and <Message-ID>s linked.")
 
 
 class RunRead(RunSummary):  # type: ignore[misc,valid-type]
@@ -108,7 +113,7 @@ class RunRead(RunSummary):  # type: ignore[misc,valid-type]
     result: SimResult | None
     repeats: list[RepeatSummary] | None = Field(default=None, description="Once done; repeat 0 first.")
     summary_stats: dict[str, MetricStats] | None = None
-    note: NoteRead | None = None
+    note: NoteStamp | None = None
 
 
 class RunList(BaseModel):

@@ -24,16 +24,16 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import ValidationError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, bindparam, select
 from sqlalchemy.orm import Session
 
 from app import charts
 from app.core import web
 from app.core.errors import InvalidInput, NotFound
-from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS
+from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS, Note
 from app.platforms import service as platforms
 from app.runs import store
-from engine import SimConfig
+from engine import SimConfig, metrics
 from engine.config import config_errors
 from engine.jit import cache_is_warm
 
@@ -305,6 +305,36 @@ class Artifacts:
                 self._size -= len(self._entries.pop(key)[1])
 
 
+# How the run page shows a unit: latencies in us (as wult and intel_idle write them), shares in %.
+_SHOWN_UNITS = {"ns": (1e-3, "us"), "share": (100.0, "%"), "count": (1.0, "")}
+
+
+def repeat_rows(view: RunView) -> list[dict[str, Any]]:
+    """A repeated run's statistics per compared metric, as the page shows them (none for one repeat)."""
+    stats, result = view.summary_stats or {}, view.result
+    if result is None or int(view.summary.get("repeat_count") or 1) < 2:
+        return []
+    rows = []
+    for m in metrics.compared(s["name"] for s in result["states"]):
+        s = stats.get(m.key)
+        if s is None:
+            continue
+        scale, unit = _SHOWN_UNITS.get(m.unit, (1.0, m.unit))
+        stddev = s["stddev"]
+        rows.append(
+            {
+                "key": m.key,
+                "label": m.label,
+                "unit": unit,
+                "mean": s["mean"] * scale,
+                "stddev": None if stddev is None else stddev * scale,
+                "stddev_pct": None if stddev is None or s["mean"] == 0 else 100.0 * stddev / abs(s["mean"]),
+                "n": s["n"],
+            }
+        )
+    return rows
+
+
 def render_page(view: RunView) -> bytes:
     """A run's page. Its charts are most of the cost: a finished run's is rendered once."""
     result = view.result
@@ -323,6 +353,8 @@ def render_page(view: RunView) -> bytes:
             # Only a waiting run's page says so (it is rendered per request; a finished one never).
             "engine_compiling": view.status in ACTIVE and not cache_is_warm(),
             "compiling_note": COMPILING_NOTE,
+            "repeat_rows": repeat_rows(view),
+            "seeds": [r["seed"] for r in view.repeats or []],
         },
     )
     return html.encode()
@@ -346,34 +378,57 @@ def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] |
 
 
 ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "text/html; charset=utf-8")}
+# A run's note, read beside its stored API answer (the note is its own resource: never in the bytes).
+_NOTE = select(Note.text, Note.version, Note.updated_at).where(
+    Note.kind == "runs", Note.target_id == bindparam("run_id")
+)
+
+
+def note_stamp(conn: Connection, run_id: str) -> dict[str, Any] | None:
+    row = conn.execute(_NOTE, {"run_id": run_id}).first()
+    if row is None:
+        return None
+    return {"text": row.text, "version": row.version, "updated_at": row.updated_at.isoformat()}
+
+
+def with_note(etag: str, body: bytes, note: dict[str, Any] | None) -> tuple[str, bytes]:
+    """The stored answer with `"note"` put beside its fields (a new object around the same bytes),
+    and an ETag that also covers the note's version."""
+    noted = body[:-1] + b',"note":' + orjson.dumps(note) + b"}"
+    if note is None:
+        return etag, noted
+    stamp = hashlib.blake2b(f"{note['version']}\0{note['updated_at']}".encode(), digest_size=6).hexdigest()
+    return f'{etag[:-1]}-{stamp}"', noted
 
 
 async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
-    """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
-    the run exists, else read from its row (and kept if finished). The reads (two primary-key
-    reads at most) and a page to render run in the threadpool, never on the event loop. ETag and
-    304 for revalidation; `no-cache`, so a deleted run is a 404 at once."""
+    """A run's API answer (`kind="api"`, its note put beside the stored bytes) or page (`"page"`):
+    a finished run's from the LRU while the run exists, else read from its row (and kept if
+    finished). The reads (three primary-key reads at most) and a page to render run in the
+    threadpool, never on the event loop. ETag and 304 for revalidation; `no-cache`, so a deleted
+    run is a 404 at once."""
     answer, media_type = ANSWERS[kind]
     entry = artifacts.get(run_id, kind)
 
-    def read() -> tuple[bool, tuple[str, bytes] | None]:
+    def read() -> tuple[bool, tuple[str, bytes] | None, dict[str, Any] | None]:
         with db.connect() as conn:
+            note = note_stamp(conn, run_id) if kind == "api" else None
             if entry is not None and store.exists(conn, run_id):
-                return True, None
+                return True, None, note
             made = answer(conn, run_id)
         if made is None:
-            return False, None
+            return False, None, None
         status, body = made
-        return False, (status, render_page(body) if isinstance(body, RunView) else body)
+        return False, (status, render_page(body) if isinstance(body, RunView) else body), note
 
-    cached, made = await run_in_threadpool(read)
+    cached, made, note = await run_in_threadpool(read)
     if not cached:
         if made is None:
             raise NotFound(f"run {run_id!r} not found")
         status, body = made
         entry = artifacts.put(run_id, kind, body) if status in FINISHED else (etag_of(body), body)
     assert entry is not None
-    etag, body = entry
+    etag, body = entry if kind != "api" else with_note(*entry, note)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
