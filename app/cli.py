@@ -1,5 +1,5 @@
 """The `idlelab` command: serve, run, platforms (and `platforms import`), collect, import, validate,
-sweep, db upgrade.
+sweep, compare, db upgrade.
 
 Errors are one line on stderr and a non-zero exit, never a traceback. Heavy imports (FastAPI,
 uvicorn, SQLAlchemy, the engine) happen inside the commands: job workers are spawned processes that
@@ -697,6 +697,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler", help="compute it here on this Dask cluster (tcp://HOST:PORT) into the configured DB"
     )
     sweep.set_defaults(func=cmd_sweep)
+
+    from app.compare.cli import add_parser as add_compare
+
+    add_compare(sub)
 
     db = sub.add_parser("db", help="database migrations")
     db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
