@@ -32,8 +32,12 @@ MAX_POINTS = 1000
 # Simulations per sweep: points x repeats.
 MAX_SIMULATIONS = 1000
 PLATFORM_PATH = "platform"
-# Metrics a sweep's charts and table offer: the runs' summary columns (no result is parsed).
+# Metrics a sweep's charts and table offer: the runs' summary columns (no result is parsed); with
+# repeats, the means (the columns) and the standard deviations over repeats (`summary_stats`).
 METRICS: dict[str, str] = {name: str(Run.__table__.c[name].info["label"]) for name in RESULT_SUMMARY_COLUMNS}
+METRIC_KEYS: dict[str, str] = {
+    name: Run.__table__.c[name].info["result"].key for name in RESULT_SUMMARY_COLUMNS
+}
 LATENCY_METRIC = "wake_latency_p99_ns"
 ENERGY_METRIC = "energy_joules"
 
@@ -252,12 +256,20 @@ def sweep_view(session: Session, sweep_id: str) -> dict[str, Any]:
                 "progress": row.progress,
                 "error": row.error,
                 "wall_s": row.wall_s,
+                "repeats": row.repeat_count,
                 **{name: getattr(row, name) for name in METRICS},
+                "stddev": _stddevs(row.summary_stats),
             }
             for row in rows
         ],
     )
     return view
+
+
+def _stddevs(summary_stats: str | None) -> dict[str, float | None]:
+    """Each metric's standard deviation over the point's repeats (None with one repeat)."""
+    stats = orjson.loads(summary_stats) if summary_stats else {}
+    return {name: stats.get(key, {}).get("stddev") for name, key in METRIC_KEYS.items()}
 
 
 def list_view(session: Session, *, limit: int, offset: int) -> dict[str, Any]:
@@ -274,14 +286,31 @@ def list_view(session: Session, *, limit: int, offset: int) -> dict[str, Any]:
 def points_csv(view: Mapping[str, Any]) -> Iterator[str]:
     """The points as CSV: index, the axes' values, run, status, then the metrics."""
     paths = [a["path"] for a in view["axes"]]
-    header = ["index", *paths, "run_id", "status", "wall_s", *METRICS]
+    header = [
+        "index",
+        *paths,
+        "run_id",
+        "status",
+        "wall_s",
+        "repeats",
+        *METRICS,
+        *(f"{m}_stddev" for m in METRICS),
+    ]
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(header)
     for p in view["points"]:
         writer.writerow(
-            [p["index"], *(p["values"][k] for k in paths), p["run_id"], p["status"], p["wall_s"]]
+            [
+                p["index"],
+                *(p["values"][k] for k in paths),
+                p["run_id"],
+                p["status"],
+                p["wall_s"],
+                p["repeats"],
+            ]
             + [p[m] for m in METRICS]
+            + [p["stddev"][m] for m in METRICS]
         )
     yield buf.getvalue()
 

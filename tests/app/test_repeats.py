@@ -76,6 +76,17 @@ def test_a_sweep_repeats_each_point(client: httpx.Client) -> None:
     }
     made = client.post("/api/sweeps", json=body)
     assert made.status_code == 202, made.text
-    for point in client.get(f"/api/sweeps/{made.json()['id']}").json()["points"]:
+    sweep_id = made.json()["id"]
+    for point in client.get(f"/api/sweeps/{sweep_id}").json()["points"]:
         run = wait_finished(client, point["run_id"])
         assert run["status"] == "done" and len(run["repeats"]) == 3
+    # Error bars: each point's mean (the summary column) and its spread over the repeats.
+    points = client.get(f"/api/sweeps/{sweep_id}").json()["points"]
+    for point in points:
+        run = client.get(f"/api/runs/{point['run_id']}").json()
+        assert point["repeats"] == 3
+        assert point["stddev"]["wakeups"] == pytest.approx(run["summary_stats"]["wakeups"]["stddev"])
+    page = client.get(f"/sweeps/{sweep_id}").text
+    assert '"error_y"' in page and "3 repeats" in page
+    csv_head = client.get(f"/api/sweeps/{sweep_id}/points.csv").text.splitlines()[0].split(",")
+    assert "repeats" in csv_head and "wakeups_stddev" in csv_head
