@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from app import charts
 from app.core import web
 from app.core.errors import InvalidInput, NotFound
-from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS, Note
+from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS, Note, Run
 from app.platforms import service as platforms
 from app.runs import store
 from engine import SimConfig, metrics
@@ -378,17 +378,21 @@ def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] |
 
 
 ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "text/html; charset=utf-8")}
-# A run's note, read beside its stored API answer (the note is its own resource: never in the bytes).
-_NOTE = select(Note.text, Note.version, Note.updated_at).where(
-    Note.kind == "runs", Note.target_id == bindparam("run_id")
+# A run's id and note in one primary-key read: whether it exists, and the note put beside its stored
+# API answer (the note is its own resource: never in the bytes).
+_ID_AND_NOTE = (
+    select(Run.id, Note.text, Note.version, Note.updated_at)
+    .outerjoin(Note, (Note.kind == "runs") & (Note.target_id == Run.id))
+    .where(Run.id == bindparam("run_id"))
 )
 
 
-def note_stamp(conn: Connection, run_id: str) -> dict[str, Any] | None:
-    row = conn.execute(_NOTE, {"run_id": run_id}).first()
-    if row is None:
-        return None
-    return {"text": row.text, "version": row.version, "updated_at": row.updated_at.isoformat()}
+def id_and_note(conn: Connection, run_id: str) -> tuple[bool, dict[str, Any] | None]:
+    """(the run exists, its note as `GET /api/runs/{id}` shows it or None)."""
+    row = conn.execute(_ID_AND_NOTE, {"run_id": run_id}).first()
+    if row is None or row.text is None:
+        return row is not None, None
+    return True, {"text": row.text, "version": row.version, "updated_at": row.updated_at.isoformat()}
 
 
 def with_note(etag: str, body: bytes, note: dict[str, Any] | None) -> tuple[str, bytes]:
@@ -404,7 +408,7 @@ def with_note(etag: str, body: bytes, note: dict[str, Any] | None) -> tuple[str,
 async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
     """A run's API answer (`kind="api"`, its note put beside the stored bytes) or page (`"page"`):
     a finished run's from the LRU while the run exists, else read from its row (and kept if
-    finished). The reads (three primary-key reads at most) and a page to render run in the
+    finished). The reads (two primary-key reads at most) and a page to render run in the
     threadpool, never on the event loop. ETag and 304 for revalidation; `no-cache`, so a deleted
     run is a 404 at once."""
     answer, media_type = ANSWERS[kind]
@@ -412,8 +416,12 @@ async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str,
 
     def read() -> tuple[bool, tuple[str, bytes] | None, dict[str, Any] | None]:
         with db.connect() as conn:
-            note = note_stamp(conn, run_id) if kind == "api" else None
-            if entry is not None and store.exists(conn, run_id):
+            note = None
+            if kind == "api":
+                found, note = id_and_note(conn, run_id)
+            else:
+                found = entry is not None and store.exists(conn, run_id)
+            if entry is not None and found:
                 return True, None, note
             made = answer(conn, run_id)
         if made is None:

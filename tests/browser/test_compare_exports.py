@@ -160,3 +160,15 @@ def test_snapshots_open_from_a_file_with_the_server_stopped(browser: Any, tmp_pa
         finally:
             context.close()
     assert saved[1].name == f"idlelab-compare-{a['id']}-{b['id']}.html"
+
+
+def test_a_sweep_page_loads_its_note(api: httpx.Client, new_tab: Any) -> None:
+    axes = [{"path": "governor.name", "values": ["menu"]}]
+    made = api.post("/api/sweeps", json={"base": {**SMALL, "duration_ms": 10}, "axes": axes}).json()
+    note = {"text": "Sweep for https://lore.kernel.org/linux-pm/ thread"}
+    r = api.put(f"/api/sweeps/{made['id']}/note", json=note, headers={"X-Delete-Token": made["delete_token"]})
+    assert r.status_code == 200, r.text
+    tab = new_tab()
+    tab.page.goto(f"/sweeps/{made['id']}")
+    tab.page.wait_for_selector("#note[data-loaded='true']")
+    assert tab.page.locator("[data-note-body] a").get_attribute("href") == "https://lore.kernel.org/linux-pm/"

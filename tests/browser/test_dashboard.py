@@ -205,8 +205,10 @@ def test_form_422_messages_next_to_fields(new_tab: Any) -> None:
 
 
 def test_compare_two_runs(new_tab: Any, api: httpx.Client) -> None:
-    a = run_and_wait(api, SMALL, title="compare A: tif_polling")
-    b = run_and_wait(api, {**SMALL, "ipi_wakeup": {"mechanism": "ipi"}}, title=f"compare B {HOSTILE}")
+    # Three repeats each: a comparison judges a change only against the spread over seeds.
+    a = run_and_wait(api, SMALL, title="compare A: tif_polling", repeats=3)
+    ipi = {**SMALL, "ipi_wakeup": {"mechanism": "ipi"}}
+    b = run_and_wait(api, ipi, title=f"compare B {HOSTILE}", repeats=3)
     tab = new_tab()
     page = tab.page
     # From A's page, pick B in "compare with..."
