@@ -43,6 +43,14 @@ def test_repeats_give_verdicts(api: httpx.Client, new_tab: Any) -> None:
     assert page.locator(".compare-runs td[data-repeats='3']").count() == 2
     tab.screenshot("compare-verdicts")
 
+    # The robot's text and the Markdown, as the page links them.
+    heading = f'### {off["id"]} ("C1E off") against {base["id"]} ("C1E on")'
+    for link, first in (("#text-link", "=" * 89), ("#markdown-link", heading)):
+        href = page.locator(link).get_attribute("href")
+        answer = api.get(href)
+        assert answer.status_code == 200 and answer.text.splitlines()[0] == first
+        assert "energy.joules" in answer.text
+
     # The run page shows the statistics over its repeats.
     page.goto(f"/runs/{base['id']}")
     assert page.locator("#run-repeats").inner_text() == "3 repeats"
