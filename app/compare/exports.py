@@ -17,6 +17,7 @@ from app import charts
 from app.compare import recreate, report, sides
 from app.compare.service import CompareView, run_label
 from app.compare.snapshot import Section, Table, render_snapshot
+from app.core import dotted
 from app.core.web import PLOTLY_JS_PATH, fmt_num
 from app.runs.service import RunView
 from engine import metrics
@@ -32,13 +33,6 @@ PARAMETERS = (
     ("duration_ms", "duration_ms"),
     ("hz", "wakeups.tick.hz"),
 )
-
-
-def _get(config: Mapping[str, Any], path: str) -> Any:
-    node: Any = config
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
 
 
 def report_names(view: CompareView) -> dict[str, str]:
@@ -61,8 +55,8 @@ def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool
     report_sides = [report.ReportSide(r.id, r.title or None) for r in runs]
     parameters: dict[str, str] = {}
     for name, path in PARAMETERS:
-        values = {repr(_get(c, path)) for c in view.configs}
-        if len(values) == 1 and (value := _get(view.configs[0], path)) is not None:
+        values = {repr(dotted.get(c, path)) for c in view.configs}
+        if len(values) == 1 and (value := dotted.get(view.configs[0], path)) is not None:
             parameters[name] = str(value)
     parameters["repeats"] = "/".join(str(n) for n in dict.fromkeys(r.repeat_count for r in runs))
     engines = dict.fromkeys(r["engine_version"] for r in view.results if r)

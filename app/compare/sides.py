@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.compare.stats import MetricSpec, Side
+from app.core import dotted
 from engine.metrics import Metric
 from engine.repeats import summary_figures
 
@@ -124,16 +125,9 @@ def unscale(metric: Metric, value: float | None) -> float | None:
 # --- warnings ------------------------------------------------------------------------------------
 
 
-def _get(config: Mapping[str, Any], path: str, default: Any = None) -> Any:
-    node: Any = config
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return default if node is None else node
-
-
 def _topology(run: RunFacts) -> str:
     """Sockets x cores x threads as configured (unset counts are the platform's: shown as `?`)."""
-    t = _get(run.config, "topology", {})
+    t = dotted.get(run.config, "topology", {})
     return f"{run.result['sockets']} x " + " x ".join(
         str(t.get(k) or "?") for k in ("cores_per_socket", "threads_per_core")
     )
@@ -195,13 +189,13 @@ def run_warnings(runs: Sequence[RunFacts], normalised: Normalised | None) -> lis
     warn(
         "kernel",
         "Governor kernel releases",
-        _differ(runs, lambda r: f"{_get(r.config, 'governor.name')} {r.result.get('governor_kernel')}"),
+        _differ(runs, lambda r: f"{dotted.get(r.config, 'governor.name')} {r.result.get('governor_kernel')}"),
         "the governors follow different kernel code",
     )
     warn(
         "hz",
         "Tick rates (HZ)",
-        _differ(runs, lambda r: _get(r.config, "wakeups.tick.hz", 1000)),
+        _differ(runs, lambda r: dotted.get(r.config, "wakeups.tick.hz", 1000)),
         "the tick alone changes wake-ups, residency and energy",
     )
     return out

@@ -9,6 +9,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from app.jobs.runner import Held
+from app.jobs.worker import RepeatAnswer
+from app.runs.lifecycle import summary_stats
 from engine.repeats import repeat_seeds
 from tests.app.factories import small_config, submit, wait_finished
 
@@ -90,3 +93,25 @@ def test_a_sweep_repeats_each_point(client: httpx.Client) -> None:
     assert '"error_y"' in page and "3 repeats" in page
     csv_head = client.get(f"/api/sweeps/{sweep_id}/points.csv").text.splitlines()[0].split(",")
     assert "repeats" in csv_head and "wakeups_stddev" in csv_head
+
+
+def test_progress_counts_repeats() -> None:
+    held = Held("claim", [1, 2, 3, 4])
+    assert held.fraction() == 0.0 and held.pending == 4
+    held.progress[0] = 0.5
+    held.answers[1] = RepeatAnswer(None, {}, "v", 0.1, 0.0)
+    held.progress[1] = 0.3  # a finished repeat counts whole, whatever it last reported
+    assert held.fraction() == pytest.approx((1 + 0.5) / 4)
+    assert held.pending == 3
+
+
+def test_summary_stats_by_hand() -> None:
+    repeats = [
+        {"seed": 1, "summary": {"wakeups": 10.0, "latency.wake.p99_ns": 5.0}},
+        {"seed": 2, "summary": {"wakeups": 14.0}},  # no latency samples in this repeat
+        {"seed": 3, "summary": {"wakeups": 12.0, "latency.wake.p99_ns": 7.0}},
+    ]
+    stats = summary_stats(repeats)
+    assert stats["wakeups"] == {"n": 3, "mean": 12.0, "stddev": 2.0}  # deviations -2, 2, 0: sqrt(8 / 2)
+    assert stats["latency.wake.p99_ns"] == {"n": 2, "mean": 6.0, "stddev": pytest.approx(2**0.5)}
+    assert summary_stats(repeats[:1])["wakeups"]["stddev"] is None
