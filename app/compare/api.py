@@ -61,7 +61,8 @@ def compare(
     view = service.compare_view(session, ids)
     if format == "json":
         return json_response(view.comparison)
-    link = compare_link(request, [r.id for r in view.comparison.runs])
+    compared = [r.id for r in view.comparison.runs] + [m.id for m in view.comparison.measurements]
+    link = compare_link(request, compared)
     text = exports.compare_report(view, format, link=link, all=all)
     return Response(text, media_type=exports.MEDIA_TYPES[format])
 

@@ -47,11 +47,16 @@ def report_names(view: CompareView) -> dict[str, str]:
 
 def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool = False) -> str:
     """The comparison as the robot's plain text or as Markdown; a comparison whose runs are not
-    all done yet says so instead of a table."""
+    all done yet, or of one run beside measurements, says so instead of a table."""
     runs = view.comparison.runs
     if not view.pairs:
         waiting = ", ".join(f"{r.id} ({r.status})" for r in runs if r.status != "done")
-        return f"Not every run is done yet: {waiting}. Ask again once they are: {link}\n"
+        if waiting:
+            return f"Not every run is done yet: {waiting}. Ask again once they are: {link}\n"
+        return (
+            "The report compares two or more runs; a run beside measurements only is compared in the "
+            f"JSON and on the page: {link}\n"
+        )
     report_sides = [report.ReportSide(r.id, r.title or None) for r in runs]
     parameters: dict[str, str] = {}
     for name, path in PARAMETERS:

@@ -225,10 +225,12 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
         for i, (v, r) in enumerate(zip(views, results, strict=True))
         if r is not None
     ]
-    normalised = like.normalisation(facts) if complete else None
+    # Statistics need every run done, and two of them (one run may be compared with measurements).
+    judged = complete and len(facts) >= 2
+    normalised = like.normalisation(facts) if judged else None
     pairs = (
         compare_sides([like.spec(m) for m in compared], [like.side(f, compared, normalised) for f in facts])
-        if complete
+        if judged
         else []
     )
     rows = [_compared_metric(m, i, results, pairs, normalised) for i, m in enumerate(compared)]

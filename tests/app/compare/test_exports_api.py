@@ -149,3 +149,22 @@ def test_recreate_snippets_make_the_same_runs(client: httpx.Client, run: dict[st
         again = client.get(f"/api/runs/{new['id']}").json()
         assert again["config"] == old["config"] and again["title"] == old["title"]
         assert again["reused_from"] == old["id"], "the same config and repeats: answered from the original"
+
+
+def test_measurements_have_notes_and_the_compare_warns_about_them(client: httpx.Client) -> None:
+    from tests.app.measurements.test_api import TWO_FILES
+
+    made = client.post("/api/measurements", files=TWO_FILES, data={"title": "clx C6"})
+    assert made.status_code == 201, made.text
+    measurement = made.json()
+    path = f"/api/measurements/{measurement['id']}"
+    assert put_note(client, path, "wult on clx", None).status_code == 403
+    assert put_note(client, path, "wult on clx", measurement["delete_token"]).status_code == 200
+    assert client.get(f"{path}/note").json()["text"] == "wult on clx"
+    assert 'data-note-url="/api/measurements/' in client.get(f"/measurements/{measurement['id']}").text
+
+    run = wait_finished(client, submit(client, small_config(seed=85, duration_ms=10))["id"])
+    cmp = client.get("/api/compare", params={"ids": f"{run['id']},{measurement['id']}"}).json()
+    (warning,) = [w for w in cmp["warnings"] if w["kind"] == "measurement"]
+    assert "WakeLatency and IntrLatency percentiles only" in warning["message"]
+    assert all(m["delta_unit"] == "%" for m in cmp["measured"]), "latencies change in percent"
