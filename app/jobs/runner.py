@@ -404,7 +404,11 @@ class JobRunner:
             if held is None or held.claim != claim:
                 return  # the run already ended under this claim (failed, requeued, or stopped)
             if future.status == "finished":
-                held.answers[repeat] = future.result(timeout=30)
+                answer = future.result(timeout=30)
+                with self._lock:
+                    held.answers[repeat] = answer
+                    if held.pending:  # short repeats send no progress of their own: count them here
+                        self._progress[run_id] = held.fraction()
                 if held.pending:
                     return
                 self._drop(run_id, claim)

@@ -395,14 +395,17 @@ def id_and_note(conn: Connection, run_id: str) -> tuple[bool, dict[str, Any] | N
     return True, {"text": row.text, "version": row.version, "updated_at": row.updated_at.isoformat()}
 
 
-def with_note(etag: str, body: bytes, note: dict[str, Any] | None) -> tuple[str, bytes]:
-    """The stored answer with `"note"` put beside its fields (a new object around the same bytes),
-    and an ETag that also covers the note's version."""
-    noted = body[:-1] + b',"note":' + orjson.dumps(note) + b"}"
+def beside_note(body: bytes, note: dict[str, Any] | None) -> bytes:
+    """A stored API answer with `"note"` put beside its fields (a new object around the same bytes)."""
+    return body[:-1] + b',"note":' + orjson.dumps(note) + b"}"
+
+
+def note_etag(etag: str, note: dict[str, Any] | None) -> str:
+    """The stored answer's ETag, covering the note's version too."""
     if note is None:
-        return etag, noted
+        return etag
     stamp = hashlib.blake2b(f"{note['version']}\0{note['updated_at']}".encode(), digest_size=6).hexdigest()
-    return f'{etag[:-1]}-{stamp}"', noted
+    return f'{etag[:-1]}-{stamp}"'
 
 
 async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
@@ -436,7 +439,9 @@ async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str,
         status, body = made
         entry = artifacts.put(run_id, kind, body) if status in FINISHED else (etag_of(body), body)
     assert entry is not None
-    etag, body = entry if kind != "api" else with_note(*entry, note)
+    etag, body = entry
+    if kind == "api":
+        etag, body = note_etag(etag, note), beside_note(body, note)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
