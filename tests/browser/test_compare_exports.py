@@ -44,7 +44,8 @@ def test_repeats_give_verdicts(api: httpx.Client, new_tab: Any) -> None:
     tab.screenshot("compare-verdicts")
 
     # The robot's text and the Markdown, as the page links them.
-    heading = f'### {off["id"]} ("C1E off") against {base["id"]} ("C1E on")'
+    b_id, a_id = (run["id"].replace("_", "\\_") for run in (off, base))  # Markdown escapes `_`
+    heading = f'### {b_id} ("C1E off") against {a_id} ("C1E on")'
     for link, first in (("#text-link", "=" * 89), ("#markdown-link", heading)):
         href = page.locator(link).get_attribute("href")
         answer = api.get(href)

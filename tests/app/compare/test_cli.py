@@ -40,7 +40,9 @@ def test_compare_prints_the_robot_table_markdown_and_json(tmp_path: Path) -> Non
     assert any(line.endswith("  energy.joules") for line in lines)
     assert "0 of" in text.stdout, "single runs: no verdicts"
     markdown = idlelab("compare", a, b, "--format", "markdown", cwd=tmp_path)
-    assert markdown.stdout.startswith(f"### {b} against {a}")
+    # Ids are URL-safe base64: Markdown shows their `_` escaped.
+    escaped = [i.replace("_", "\\_") for i in (b, a)]
+    assert markdown.stdout.startswith(f"### {escaped[0]} against {escaped[1]}")
     data = json.loads(idlelab("compare", a, b, "--format", "json", cwd=tmp_path).stdout)
     assert [r["id"] for r in data["runs"]] == [a, b]
     assert data["warnings"] == [], "two governors at one kernel release are the comparison itself"
