@@ -1,5 +1,5 @@
 """The `idlelab` command: serve, run, platforms (and `platforms import`), collect, import, validate,
-sweep, fit (`app.fits.cli`), db upgrade.
+sweep, fit (`app.fits.cli`), compare (`app.compare.cli`), db upgrade.
 
 Errors are one line on stderr and a non-zero exit, never a traceback. Heavy imports (FastAPI,
 uvicorn, SQLAlchemy, the engine) happen inside the commands: job workers are spawned processes that
@@ -723,6 +723,10 @@ def build_parser() -> argparse.ArgumentParser:
     fits_cli.register(
         sub, fits_cli.Helpers(_http, _errors_line, _database, lambda: _settings().base_url(), CliError)
     )
+
+    from app.compare.cli import add_parser as add_compare
+
+    add_compare(sub)
 
     db = sub.add_parser("db", help="database migrations")
     db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)

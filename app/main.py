@@ -22,6 +22,7 @@ from fastapi_offline import FastAPIOffline
 
 from app import charts
 from app.compare import api as compare_api
+from app.compare import notes_api
 from app.compare import pages as compare_pages
 from app.core import errors, web
 from app.core.database import make_db_engine, make_sessionmaker, upgrade_db
@@ -58,6 +59,7 @@ ROUTERS = (
     sweeps_api.router,
     compare_api.router,
     fits_api.router,
+    notes_api.router,
     runs_pages.router,
     compare_pages.router,
     measurements_pages.router,

@@ -9,7 +9,12 @@ and two configs with the same seed and repeats run the same seed list (a paired 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
+
+from engine import metrics
 
 MIN_REPEATS = 1
 MAX_REPEATS = 50
@@ -26,3 +31,10 @@ def repeat_seeds(seed: int, repeats: int) -> list[int]:
         raise ValueError(f"repeats: must be {MIN_REPEATS}..{MAX_REPEATS}, got {repeats}")
     children = np.random.SeedSequence(seed).spawn(repeats - 1)
     return [seed] + [int(child.generate_state(1, np.uint64)[0] >> np.uint64(1)) for child in children]
+
+
+def summary_figures(result: Mapping[str, Any]) -> dict[str, float]:
+    """What a repeat keeps of its result (as a dict, the JSON parsed): by metric key, the
+    registry's fixed metrics and each state's, those the result has."""
+    found = [*metrics.FIXED, *(m for s in result.get("states", []) for m in metrics.state_metrics(s["name"]))]
+    return {m.key: v for m in found if (v := m.value(result)) is not None}

@@ -6,6 +6,12 @@ a run's `wake` and `intr` latency statistics (the same percentiles, the same log
 summary columns against the run's `hardware.system.turbostat` (PkgWatt: turbostat sums packages,
 the run's figure is per package, so it is multiplied by the run's sockets), and turbostat's
 requested-residency columns (`C6%`...) against the run's state residencies.
+
+With every run done, each metric also carries the statistics of the runs' repeats
+(`app.compare.stats` over `app.compare.sides`): per run n, mean, stddev and %stddev, and against
+the first run the change, its 95% interval, the test and the verdict. Counts and energy are
+compared per second and per CPU when durations or CPU counts differ (`normalised`), and
+`warnings` name every difference that makes figures not comparable.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from app.compare import sides as like
+from app.compare.stats import PairComparison, compare_sides
 from app.core.errors import InvalidInput, NotFound
 from app.core.inputs import check_id
 from app.core.models import MEASUREMENT_KINDS
@@ -49,6 +57,7 @@ class ComparedRun(BaseModel):
     mechanism: str
     cpus: int
     duration_ms: float
+    repeat_count: int = 1
 
 
 class ComparedMetric(BaseModel):
@@ -63,12 +72,41 @@ class ComparedMetric(BaseModel):
     better: Literal["lower", "higher"] | None = Field(
         default=None, description="Which way is better; null when the metric describes the workload."
     )
-    values: list[float | None]
+    values: list[float | None] = Field(
+        description="Per run: the mean over its repeats (its one value without repeats), in `unit`; "
+        "normalised as `normalised` says."
+    )
     delta_unit: Literal["%", "pp"]
     deltas: list[float | None]
     deltas_pct: list[float | None] = Field(
         description="Relative change in percent for every metric, shares included (kept for scripts "
         "that read it; `deltas` in `delta_unit` is the one to read)."
+    )
+    normalised: like.Normalised | None = Field(
+        default=None, description="Compared per second and/or per CPU (durations or CPU counts differ)."
+    )
+    n: list[int | None] = Field(default_factory=list, description="Per run: repeats with this figure.")
+    mean: list[float | None] = Field(default_factory=list, description="Per run, in `unit`.")
+    stddev: list[float | None] = Field(default_factory=list, description="Per run, ddof 1, in `unit`.")
+    stddev_pct: list[float | None] = Field(
+        default_factory=list, description="Per run: stddev in percent of |mean| (null when the mean is 0)."
+    )
+    change: list[float | None] = Field(
+        default_factory=list, description="Per run against the first (null for the first), in `change_unit`."
+    )
+    change_unit: Literal["%", "pp"] = "%"
+    ci95: list[list[float] | None] = Field(
+        default_factory=list, description="95% interval of `change`, [low, high]; null with `ci95_reason`."
+    )
+    ci95_reason: list[str | None] = Field(default_factory=list)
+    test: list[dict[str, Any] | None] = Field(
+        default_factory=list,
+        description="`{name, p_value, p_adjusted}`: paired_t_log_ratio, paired_t, welch_t or exact; "
+        "p_adjusted after Benjamini-Hochberg over every metric of every pair.",
+    )
+    verdict: list[Literal["better", "worse", "higher", "lower", "no_significant_change"] | None] = Field(
+        default_factory=list,
+        description="Per run against the first: null for the first and when a side has fewer than 3 repeats.",
     )
 
 
@@ -88,11 +126,29 @@ class MeasuredMetric(BaseModel):
     simulated: list[float | None] = Field(description="Per compared run.")
     measured: list[float | None] = Field(description="Per compared measurement.")
     deltas_pct: list[float | None]
+    delta_unit: Literal["%", "pp"] = Field(
+        default="%", description="pp for shares and turbostat's percentages, % for everything else."
+    )
+    deltas: list[float | None] = Field(
+        default_factory=list,
+        description="Run i against the first measurement with the figure, in `delta_unit`.",
+    )
+
+
+class CompareWarning(BaseModel):
+    kind: like.WarningKind
+    message: str
 
 
 class Comparison(BaseModel):
     runs: list[ComparedRun]
     complete: bool = Field(description="False while any compared run is not done (its values are null).")
+    warnings: list[CompareWarning] = Field(
+        default_factory=list, description="Every difference that makes the figures not comparable as given."
+    )
+    normalised: like.Normalised | None = Field(
+        default=None, description="How counts and energy are compared (durations or CPU counts differ)."
+    )
     metrics: list[ComparedMetric]
     measurements: list[ComparedMeasurement] = Field(
         default_factory=list, description="Measurements among the ids (wult, turbostat), in their order."
@@ -133,6 +189,10 @@ def _delta(v0: float | None, v: float | None, unit: str) -> float | None:
 class CompareView:
     comparison: Comparison
     results: list[dict[str, Any] | None]
+    # The statistics behind the metrics' figures, one pair per run after the first (none until
+    # every run is done): the reports render them.
+    pairs: list[PairComparison]
+    configs: list[dict[str, Any]]
 
 
 def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
@@ -152,25 +212,77 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
     names: list[str] = []
     for r in results:
         names += [s["name"] for s in (r or {}).get("states", []) if s["name"] not in names]
-    rows = []
-    for m in metrics.compared(names):
-        values = [m.value(r) for r in results]
-        deltas = [None if values[0] is None else 0.0] + [_delta(values[0], v, m.unit) for v in values[1:]]
-        relative = [None if values[0] is None else 0.0] + [_delta(values[0], v, "") for v in values[1:]]
-        rows.append(
-            ComparedMetric(
-                key=m.key, group=m.group, label=m.label, unit=m.unit, better=m.better, values=values,
-                delta_unit=m.unit_kind, deltas=deltas, deltas_pct=relative,
-            )
-        )  # fmt: skip
+    compared = metrics.compared(names)
     runs = [
         ComparedRun(**{k: v for k, v in view.summary.items() if k in ComparedRun.model_fields})
         for view in views
     ]
-    comparison = Comparison(runs=runs, complete=all(r is not None for r in results), metrics=rows)
+    complete = all(r is not None for r in results)
+    facts = [
+        like.run_facts(
+            v.summary["id"], chr(ord("A") + i % 26), v.config, r, v.summary["engine_version"], v.repeats
+        )
+        for i, (v, r) in enumerate(zip(views, results, strict=True))
+        if r is not None
+    ]
+    # Statistics need every run done, and two of them (one run may be compared with measurements).
+    judged = complete and len(facts) >= 2
+    normalised = like.normalisation(facts) if judged else None
+    pairs = (
+        compare_sides([like.spec(m) for m in compared], [like.side(f, compared, normalised) for f in facts])
+        if judged
+        else []
+    )
+    rows = [_compared_metric(m, i, results, pairs, normalised) for i, m in enumerate(compared)]
+    comparison = Comparison(
+        runs=runs,
+        complete=complete,
+        warnings=like.run_warnings(facts, normalised) if len(facts) > 1 else [],
+        normalised=normalised,
+        metrics=rows,
+    )
     if measured:
         comparison = with_measurements(session, comparison, measured, results)
-    return CompareView(comparison, results)
+    return CompareView(comparison, results, pairs, [v.config for v in views])
+
+
+def _compared_metric(
+    m: metrics.Metric,
+    index: int,
+    results: Sequence[Result | None],
+    pairs: Sequence[PairComparison],
+    normalised: like.Normalised | None,
+) -> ComparedMetric:
+    """One metric across the runs: the repeats' means (a run's one value without repeats) and, once
+    every run is done, the statistics of each run against the first."""
+    if pairs:
+        per_pair = [p.metrics[index] for p in pairs]
+        summaries = [per_pair[0].base, *(c.other for c in per_pair)]
+        values = [like.unscale(m, s.mean) for s in summaries]
+    else:
+        per_pair, summaries = [], []
+        values = [m.value(r) for r in results]
+    deltas = [None if values[0] is None else 0.0] + [_delta(values[0], v, m.unit) for v in values[1:]]
+    relative = [None if values[0] is None else 0.0] + [_delta(values[0], v, "") for v in values[1:]]
+    suffix = like.SUFFIX[normalised][1] if normalised and m.extensive else ""
+    stats: dict[str, Any] = {}
+    if pairs:
+        stats = {
+            "n": [s.n for s in summaries],
+            "mean": values,
+            "stddev": [like.unscale(m, s.stddev) for s in summaries],
+            "stddev_pct": [s.stddev_pct for s in summaries],
+            "change": [None, *(c.change for c in per_pair)],
+            "ci95": [None, *(None if c.ci95 is None else list(c.ci95) for c in per_pair)],
+            "ci95_reason": [None, *(c.ci95_reason for c in per_pair)],
+            "test": [None, *(None if c.test is None else c.test.to_dict() for c in per_pair)],
+            "verdict": [None, *(c.verdict for c in per_pair)],
+        }
+    return ComparedMetric(
+        key=m.key, group=m.group, label=m.label + suffix, unit=like.compared_unit(m, normalised),
+        better=m.better, values=values, delta_unit=m.unit_kind, deltas=deltas, deltas_pct=relative,
+        normalised=normalised if m.extensive else None, change_unit=m.unit_kind, **stats,
+    )  # fmt: skip
 
 
 def measurement_ids(session: Session, ids: Sequence[str]) -> list[str]:
@@ -198,10 +310,17 @@ def measured_metrics(
         if all(v is None for v in values) or all(v is None for v in simulated):
             continue
         ref = next((v for v in values if v is not None), None)
+        # turbostat prints shares as percentages: their change is in percentage points too.
+        in_pp = m.unit in ("share", "%")
+        deltas = [
+            None if ref is None or v is None else (v - ref) * (100.0 if m.unit == "share" else 1.0)
+            for v in simulated
+        ] if in_pp else [_delta_pct(ref, v) for v in simulated]
         out.append(
             MeasuredMetric(
                 key=m.key, label=m.label, unit=m.unit, simulated=simulated, measured=values,
-                deltas_pct=[_delta_pct(ref, v) for v in simulated],
+                deltas_pct=[_delta_pct(ref, v) for v in simulated], delta_unit="pp" if in_pp else "%",
+                deltas=deltas,
             )
         )  # fmt: skip
     return out
@@ -212,13 +331,16 @@ def with_measurements(
 ) -> Comparison:
     """The runs' comparison with the measurements named by `ids` and the figures they align on."""
     measured = [load_measurement_view(session, i) for i in ids]
+    compared = [
+        ComparedMeasurement(id=m.id, url=m.url, title=m.title, kind=m.kind)  # type: ignore[arg-type]
+        for m in measured
+    ]
+    warnings = like.measurement_warnings([m.model_dump() for m in compared])
     return comparison.model_copy(
         update={
-            "measurements": [
-                ComparedMeasurement(id=m.id, url=m.url, title=m.title, kind=m.kind)  # type: ignore[arg-type]
-                for m in measured
-            ],
+            "measurements": compared,
             "measured": measured_metrics(measured, results),
+            "warnings": [*comparison.warnings, *(CompareWarning(**w) for w in warnings)],
         }
     )
 
@@ -271,22 +393,36 @@ def run_label(run: Mapping[str, Any], i: int) -> str:
     return f"{chr(ord('A') + i % 26)}: {title or run['id']}"
 
 
+VERDICT_MARKS = {"better": "✓", "worse": "✗", "higher": "▲", "lower": "▼", "no_significant_change": "~"}
+
+
 def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Compared metrics for display: ns shown in us, shares in %, each delta judged better/worse/same
-    by the metric's direction (|delta| < 0.05 % or pp counts as the same)."""
+    """Compared metrics for display: ns shown in us, shares in %; each run after the first with
+    its change, 95% interval and the statistics' verdict (none without 3 repeats a side: a point
+    delta of single runs is not judged)."""
     rows = []
     for m in metrics:
         scale, unit = {"ns": (1e-3, "us"), "share": (100.0, "%")}.get(m["unit"], (1.0, m["unit"]))
         values = [None if v is None else v * scale for v in m["values"]]
         if all(v is None for v in values):
             continue
+        stats = bool(m["verdict"])
         deltas = []
         for i, delta in enumerate(m["deltas"]):
-            verdict = None
-            if i > 0 and delta is not None and m["better"]:
-                improved = (delta < 0) == (m["better"] == "lower")
-                verdict = "same" if abs(delta) < 0.05 else ("better" if improved else "worse")
-            deltas.append({"value": delta, "unit": m["delta_unit"], "verdict": verdict})
+            verdict = m["verdict"][i] if stats else None
+            deltas.append(
+                {
+                    "value": m["change"][i] if stats and i else delta,
+                    "unit": m["delta_unit"],
+                    "verdict": verdict,
+                    "mark": VERDICT_MARKS.get(verdict or "", ""),
+                    "ci95": m["ci95"][i] if stats else None,
+                    "reason": m["ci95_reason"][i] if stats else None,
+                }
+            )
+        spread = m["stddev_pct"] if stats else [None] * len(values)
         estimate = m["group"] == "energy" or "estimate" in m["label"]
-        rows.append({**m, "unit": unit, "values": values, "deltas": deltas, "estimate": estimate})
+        rows.append(
+            {**m, "unit": unit, "values": values, "spread": spread, "deltas": deltas, "estimate": estimate}
+        )
     return rows

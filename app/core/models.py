@@ -161,6 +161,8 @@ class Run(Base):
         Float, info=summary("Simulated time", config=lambda c: c.duration_ms)
     )
     seed: Mapped[int] = mapped_column(BigInteger, info=summary("Seed", config=lambda c: c.seed))
+    # How many seeds the run simulates (`engine.repeats.repeat_seeds`); part of the reuse key.
+    repeat_count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     busy_share: Mapped[float | None] = mapped_column(
         Float, default=None, info=summary("Busy share", metric="busy_share")
     )
@@ -200,6 +202,10 @@ class Run(Base):
     # The queue caps' accounting: the engine's estimate of the run's events, and who asked for it.
     expected_events: Mapped[float | None] = mapped_column(Float, default=None)
     client: Mapped[str | None] = mapped_column(String(64), default=None)
+    # Once done: every repeat's seed and summary figures, `[{"seed", "summary": {metric: value}}]`,
+    # and per metric `{"n", "mean", "stddev"}` over them, as JSON (the summary columns hold the means).
+    repeats: Mapped[str | None] = mapped_column(Text, default=None)
+    summary_stats: Mapped[str | None] = mapped_column(Text, default=None)
 
     # Large values last: SQLite keeps a row's tail in overflow pages, so list queries that read only
     # the summary columns above never walk through a 20 kB result to reach them.
@@ -257,6 +263,19 @@ class Sweep(Base):
     n_points: Mapped[int] = mapped_column(Integer)
     cancelled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Note(Base):
+    """A short plain text a user attaches to a run, sweep, measurement or fit (`kind`: the API's
+    collection name), kept apart from the immutable artifacts; `version` counts its edits."""
+
+    __tablename__ = "notes"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    target_id: Mapped[str] = mapped_column(String(24), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Runner(Base):
@@ -325,7 +344,7 @@ LIST_COLUMNS = tuple(
     for c in Run.__table__.columns
     if c.name
     not in ("delete_token_hash", "config_hash", "config", "platform_table_hash", "result", "page")
-    + ("page_version", "claim", "claimed_by", "expected_events", "client")
+    + ("page_version", "claim", "claimed_by", "expected_events", "client", "repeats", "summary_stats")
 )
 
 

@@ -12,7 +12,11 @@ tells it runs are queued, `?wait=true` waits on it.
   result that cannot be written fails its run with the reason), errors as the run's error
   (`retries=0`: a deterministic error must not run again; a killed worker is the scheduler's
   business, its `allowed-failures`), lost computations back to the queue.
-- Progress: workers `log_event` it, the client's topic handler coalesces it, the writer writes it.
+- Repeats: each repeat of a run is its own Dask task under the run's one claim; the run finishes
+  (repeat 0's result, every repeat's summary) when all have answered, fails when any fails, and
+  goes back to the queue whole when any is lost.
+- Progress: workers `log_event` it per repeat, the client's topic handler coalesces it (counted in
+  repeats: a run of 4 with one repeat done and one half done is at 37.5%), the writer writes it.
 - The supervisor thread keeps the client: a lost scheduler cancels the client's futures (their runs
   are requeued), and the client is rebuilt. It also beats this runner's heartbeat (`runners`), so
   another process's `recover()` leaves its claims alone, and takes over the claims of runners whose
@@ -28,6 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,7 +40,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.database import session_scope
 from app.core.models import FINISHED
-from app.jobs.worker import PROGRESS_TOPIC, WarmEngine, one_line, run_task
+from app.jobs.worker import PROGRESS_TOPIC, RepeatAnswer, WarmEngine, one_line, run_task
 from app.runs import lifecycle, store
 from app.runs.lifecycle import ResultTooLarge
 
@@ -51,6 +56,27 @@ REAP_EVERY_S = 30.0
 RECONNECT_PAUSE_S = 2.0
 # The runner's threads that hold database connections: the writer and the supervisor.
 DB_THREADS = 2
+
+
+@dataclass
+class Held:
+    """A claimed run in flight: its claim, one future per repeat, the answers so far by repeat,
+    and each running repeat's progress."""
+
+    claim: str
+    seeds: list[int]
+    futures: list[Any] = field(default_factory=list)
+    answers: dict[int, RepeatAnswer] = field(default_factory=dict)
+    progress: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> int:
+        return len(self.seeds) - len(self.answers)
+
+    def fraction(self) -> float:
+        """Progress counted in repeats."""
+        partial = sum(p for i, p in self.progress.items() if i not in self.answers)
+        return (len(self.answers) + partial) / len(self.seeds)
 
 
 def connect(workers: int, scheduler: str = "") -> tuple[Any, Any]:
@@ -101,7 +127,7 @@ class JobRunner:
         self._slots = 0
         self._lock = threading.Lock()
         self._events: queue.Queue[tuple[Any, ...]] = queue.Queue()
-        self._held: dict[str, tuple[str, Any]] = {}  # run id -> (claim, future)
+        self._held: dict[str, Held] = {}
         self._progress: dict[str, float] = {}
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -259,8 +285,10 @@ class JobRunner:
     def _on_progress(self, event: tuple[float, Any]) -> None:
         msg = event[1]
         with self._lock:
-            if self._held.get(msg["run"], ("",))[0] == msg["claim"]:
-                self._progress[msg["run"]] = msg["progress"]
+            held = self._held.get(msg["run"])
+            if held is not None and held.claim == msg["claim"]:
+                held.progress[msg.get("repeat", 0)] = msg["progress"]
+                self._progress[msg["run"]] = held.fraction()
         self._events.put(("progress",))
 
     # -- claims and results (writer thread)
@@ -287,7 +315,7 @@ class JobRunner:
                     return
                 if event[0] == "done":
                     try:
-                        self._finished(*event[1:])
+                        self._repeat_finished(*event[1:])
                     except Exception:  # noqa: BLE001 - never let one result stop the writer
                         log.exception("handling the end of run %s failed", event[1])
             self._flush_progress()
@@ -303,13 +331,14 @@ class JobRunner:
             self._write(lambda s: lifecycle.set_progress(s, batch))
 
     def _dispatch(self) -> None:
-        """Claim and submit queued runs while fewer than two per worker thread are in flight."""
+        """Claim and submit queued runs (each repeat a task) while fewer than two tasks per worker
+        thread are in flight."""
         client = self._client
         if client is None or self._stopping.is_set():
             return
         while True:
             with self._lock:
-                room = 2 * self._slots - len(self._held)
+                room = 2 * self._slots - sum(h.pending for h in self._held.values())
             if room <= 0:
                 return
             queued = self._write(lambda s, n=room: store.next_queued(s, n)) or []
@@ -317,54 +346,105 @@ class JobRunner:
                 return
             for run_id, point in queued:
                 claim = uuid.uuid4().hex
-                config_json = self._write(
+                claimed = self._write(
                     lambda s, r=run_id, c=claim: lifecycle.claim(
                         s, r, datetime.now(UTC), claim=c, runner=self.id
                     )
                 )
-                if config_json is None:
+                if claimed is None:
                     continue  # deleted or claimed meanwhile
+                held = Held(claim, claimed.seeds)
+                with self._lock:
+                    self._held[run_id] = held
                 try:
-                    future = client.submit(
-                        run_task,
-                        run_id,
-                        claim,
-                        config_json,
-                        self.progress_step,
-                        key=f"run-{run_id}-{claim}",
-                        priority=SWEEP_PRIORITY if point else SINGLE_PRIORITY,
-                        retries=0,
-                        pure=False,
-                    )
+                    for repeat, seed in enumerate(claimed.seeds):
+                        future = client.submit(
+                            run_task,
+                            run_id,
+                            claim,
+                            claimed.config_json,
+                            self.progress_step,
+                            repeat,
+                            # Repeat 0 is the config itself (its seed): a single run's task is as before.
+                            None if repeat == 0 else seed,
+                            key=f"run-{run_id}-{claim}-{repeat}",
+                            priority=SWEEP_PRIORITY if point else SINGLE_PRIORITY,
+                            retries=0,
+                            pure=False,
+                        )
+                        held.futures.append(future)
+                        future.add_done_callback(
+                            lambda f, r=run_id, c=claim, i=repeat: self._events.put(("done", r, c, i, f))
+                        )
                 except Exception as exc:  # noqa: BLE001 - the client is closing: back to the queue
                     log.warning("submitting run %s failed: %s", run_id, one_line(exc))
+                    self._drop(run_id, claim)
                     self._write(lambda s, r=run_id, c=claim: lifecycle.requeue_claim(s, r, c))
                     return
-                with self._lock:
-                    self._held[run_id] = (claim, future)
-                future.add_done_callback(lambda f, r=run_id, c=claim: self._events.put(("done", r, c, f)))
 
-    def _finished(self, run_id: str, claim: str, future: Any) -> None:
+    def _drop(self, run_id: str, claim: str) -> Held | None:
+        """Stop holding a run under `claim` (its other repeats' futures cancelled); what was held."""
+        with self._lock:
+            held = self._held.get(run_id)
+            if held is None or held.claim != claim:
+                return None
+            del self._held[run_id]
+            self._progress.pop(run_id, None)
+        for future in held.futures:
+            if not future.done():
+                future.cancel()
+        return held
+
+    def _repeat_finished(self, run_id: str, claim: str, repeat: int, future: Any) -> None:
+        """One repeat's task ended: keep its answer, and once every repeat has answered, record
+        the run; an error fails the run, a lost task sends it back to the queue."""
+        with self._lock:
+            held = self._held.get(run_id)
         try:
+            if held is None or held.claim != claim:
+                return  # the run already ended under this claim (failed, requeued, or stopped)
             if future.status == "finished":
-                result_json, engine_version, wall_s, compile_s = future.result(timeout=30)
-                self._record(run_id, result_json, engine_version, wall_s, compile_s, claim=claim)
+                answer = future.result(timeout=30)
+                with self._lock:
+                    held.answers[repeat] = answer
+                    if held.pending:  # short repeats send no progress of their own: count them here
+                        self._progress[run_id] = held.fraction()
+                if held.pending:
+                    return
+                self._drop(run_id, claim)
+                answers = [held.answers[i] for i in range(len(held.seeds))]
+                self._record(
+                    run_id,
+                    answers[0].result_json,  # type: ignore[arg-type]
+                    answers[0].engine_version,
+                    sum(a.wall_s for a in answers),
+                    max(a.warmup_s for a in answers),
+                    claim=claim,
+                    repeats=[
+                        {"seed": seed, "summary": a.summary}
+                        for seed, a in zip(held.seeds, answers, strict=True)
+                    ],
+                )
             elif future.status == "error":
                 error = _task_error(future.exception(timeout=30))
+                if len(held.seeds) > 1:
+                    error = f"repeat {repeat} (seed {held.seeds[repeat]}): {error}"
                 log.warning("run %s failed: %s", run_id, error)
+                self._drop(run_id, claim)
                 self._write(lambda s: lifecycle.fail(s, run_id, error, claim=claim))
             else:  # cancelled or lost with the scheduler: computed again when a cluster answers
+                self._drop(run_id, claim)
                 self._write(lambda s: lifecycle.requeue_claim(s, run_id, claim))
         except Exception as exc:  # noqa: BLE001 - fetching the answer failed: compute it again
             log.warning("run %s: its answer was lost (%s); requeued", run_id, one_line(exc))
+            self._drop(run_id, claim)
             self._write(lambda s: lifecycle.requeue_claim(s, run_id, claim))
         finally:
-            with self._lock:
-                if self._held.get(run_id, ("",))[0] == claim:
-                    del self._held[run_id]
-                self._progress.pop(run_id, None)
             future.release()
-            self._wake_waiters(run_id)
+            with self._lock:
+                still_held = run_id in self._held
+            if not still_held:
+                self._wake_waiters(run_id)
 
     def _record(
         self,
@@ -375,6 +455,7 @@ class JobRunner:
         compile_s: float,
         *,
         claim: str | None = None,
+        repeats: list[dict[str, Any]] | None = None,
     ) -> None:
         """Record a result through the one finish path, retried; if it cannot be written (too
         large, disk full, lock held), the run fails with the reason instead of staying running."""
@@ -388,6 +469,7 @@ class JobRunner:
                 wall_s=wall_s,
                 compile_s=compile_s,
                 claim=claim,
+                repeats=repeats,
             )
 
         try:

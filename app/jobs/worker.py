@@ -2,8 +2,9 @@
 Dask): no web framework, no database, nothing of `app.core`.
 
 - `WarmEngine` lowers a worker's priority and warms the engine (numba cache) when it joins.
-- `run_task` simulates one run from its validated config JSON, reporting progress as worker
-  events every `step` of the run, and answers (result JSON bytes, engine version, wall s, warm-up s).
+- `run_task` simulates one repeat of a run from its validated config JSON (with the repeat's
+  seed), reporting progress as worker events every `step` of it, and answers a `RepeatAnswer`: the
+  full result JSON for repeat 0 only (the one a repeated run keeps), every repeat's summary figures.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -50,13 +51,20 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def compute(config_json: str, progress: Callable[[float], None]) -> tuple[bytes, str]:
-    """Simulate one run: (result JSON bytes, engine version)."""
+def compute(
+    config_json: str, progress: Callable[[float], None], seed: int | None = None
+) -> tuple[bytes, str, dict[str, float]]:
+    """Simulate one run (with `seed` instead of the config's, when given): (result JSON bytes,
+    engine version, summary figures)."""
     from engine import SimConfig, simulate
+    from engine.repeats import summary_figures
 
     config = SimConfig.model_validate_json(config_json)
+    if seed is not None:
+        config = config.model_copy(update={"seed": seed})
     result = simulate(config, progress=progress)
-    return result.model_dump_json().encode(), result.engine_version
+    summary = summary_figures(result.model_dump(mode="json"))
+    return result.model_dump_json().encode(), result.engine_version, summary
 
 
 # Seconds the engine warm-up took in this worker process (reported with each of its runs); None
@@ -85,9 +93,22 @@ class WarmEngine(WorkerPlugin):
         gc.freeze()
 
 
-def run_task(run_id: str, claim: str, config_json: str, step: float) -> tuple[bytes, str, float, float]:
-    """A run on a Dask worker: (result JSON bytes, engine version, wall s, warm-up s). Progress
-    goes out as worker events every `step` of the run."""
+class RepeatAnswer(NamedTuple):
+    """What one repeat's task answers: the full result only for repeat 0 (the others' would be
+    sent and dropped), the summary figures of every repeat."""
+
+    result_json: bytes | None
+    summary: dict[str, float]
+    engine_version: str
+    wall_s: float
+    warmup_s: float
+
+
+def run_task(
+    run_id: str, claim: str, config_json: str, step: float, repeat: int = 0, seed: int | None = None
+) -> RepeatAnswer:
+    """One repeat of a run on a Dask worker (with `seed`, the repeat's). Progress goes out as
+    worker events every `step` of the repeat, naming the repeat."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -100,7 +121,14 @@ def run_task(run_id: str, claim: str, config_json: str, step: float) -> tuple[by
         now = time.perf_counter()
         if fraction - last[0] >= step and now - last[1] >= PROGRESS_EVERY_S:
             last[0], last[1] = fraction, now
-            worker.log_event(PROGRESS_TOPIC, {"run": run_id, "claim": claim, "progress": float(fraction)})
+            event = {"run": run_id, "claim": claim, "repeat": repeat, "progress": float(fraction)}
+            worker.log_event(PROGRESS_TOPIC, event)
 
-    result_json, engine_version = compute(config_json, progress)
-    return result_json, engine_version, time.perf_counter() - t0, _warmup_s or 0.0
+    result_json, engine_version, summary = compute(config_json, progress, seed)
+    return RepeatAnswer(
+        result_json if repeat == 0 else None,
+        summary,
+        engine_version,
+        time.perf_counter() - t0,
+        _warmup_s or 0.0,
+    )

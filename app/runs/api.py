@@ -51,7 +51,7 @@ async def create_run(
     the run is done or failed (200, with `result`), or at the time-out (202, still running).
     """
     submitted = await run_in_threadpool(
-        submit.config, session, body.config, title=body.title, unlisted=body.unlisted
+        submit.config, session, body.config, title=body.title, unlisted=body.unlisted, repeats=body.repeats
     )
     answer: dict[str, Any] = submitted.answer(absolute(request, service.run_path(submitted.id)))
     if not wait:

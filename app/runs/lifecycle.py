@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
+import statistics
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from app.platforms import store as platform_store
 from app.runs import service, store
 from engine import SimConfig
 from engine import engine_version as current_engine_version
+from engine.repeats import repeat_seeds, summary_figures
 
 log = logging.getLogger("idlelab")
 
@@ -76,6 +78,7 @@ class RunSpec:
     unlisted: bool = False
     sweep_id: str | None = None
     sweep_index: int | None = None
+    repeats: int = 1
 
 
 def add(
@@ -108,6 +111,7 @@ def add(
         sweep_index=spec.sweep_index,
         expected_events=config.expected_events(config.resolve_platform()),
         client=client,
+        repeat_count=spec.repeats,
         **config_summary(config),
     )
     session.add(run)
@@ -167,8 +171,9 @@ class Submitter:
         self, specs: Sequence[RunSpec], *, before: Callable[[Session], None] | None = None
     ) -> list[Submitted]:
         """Commit runs as queued in one transaction, after `before(session)` (a sweep's row); a run
-        whose config hash and engine version a finished run has is answered at once with that
-        result, through `finish` like any run (`reused_from` names the original only if listed)."""
+        whose config hash, repeat count and engine version a finished run has is answered at once
+        with that result and its repeats, through `finish` like any run (`reused_from` names the
+        original only if listed)."""
         version = current_engine_version()
         made: list[tuple[Submitted, Any]] = []
         with session_scope(self.factory) as session:
@@ -176,32 +181,38 @@ class Submitter:
             if before is not None:
                 before(session)
             for spec in specs:
-                source = (
-                    store.find_reusable(session, spec.config.config_hash(), version) if self.reuse else None
-                )
+                source = None
+                if self.reuse:
+                    source = store.find_reusable(session, spec.config.config_hash(), version, spec.repeats)
                 sub = add(session, spec, status="queued" if source is None else "running", client=self.client)
                 reused = None
                 if source is not None:
-                    reused = (source.result, source.engine_version, None if source.unlisted else source.id)
+                    repeats = None if source.repeats is None else orjson.loads(source.repeats)
+                    named = None if source.unlisted else source.id
+                    reused = (source.result, source.engine_version, named, repeats)
                 made.append((sub, reused))
         for sub, reused in made:
             if reused is not None:
-                result_json, engine_version, named = reused
+                result_json, engine_version, named, repeats = reused
                 finish(self.factory, sub.id, result_json, engine_version=engine_version,
-                       wall_s=0.0, compile_s=0.0, reused_from=named)  # fmt: skip
+                       wall_s=0.0, compile_s=0.0, reused_from=named, repeats=repeats)  # fmt: skip
                 sub.status, sub.reused_from = "done", named
         self.events.queued()
         return [sub for sub, _ in made]
 
-    def one(self, config: SimConfig, *, title: str = "", unlisted: bool = False) -> Submitted:
-        return self([RunSpec(config, title, unlisted)])[0]
+    def one(
+        self, config: SimConfig, *, title: str = "", unlisted: bool = False, repeats: int = 1
+    ) -> Submitted:
+        return self([RunSpec(config, title, unlisted, repeats=repeats)])[0]
 
-    def config(self, session: Session, data: Any, *, title: str = "", unlisted: bool = False) -> Submitted:
+    def config(
+        self, session: Session, data: Any, *, title: str = "", unlisted: bool = False, repeats: int = 1
+    ) -> Submitted:
         """Resolve and validate a config (`InvalidInput` names the field), then submit it: the read
         ends first, so that the submission's own transaction sees what this session saw."""
         config = service.resolve_config(session, data)
         session.commit()
-        return self.one(config, title=title, unlisted=unlisted)
+        return self.one(config, title=title, unlisted=unlisted, repeats=repeats)
 
 
 def client_address(request: Request, trusted_proxy: str) -> str:
@@ -248,8 +259,16 @@ def _set(session: Session, where: Any, **values: Any) -> int:
     return int(res.rowcount)  # type: ignore[attr-defined]
 
 
-def claim(session: Session, run_id: str, now: datetime, *, claim: str, runner: str) -> str | None:
-    """Move a queued run to running under `claim`, held by `runner`; its config JSON if this
+@dataclass(frozen=True)
+class Claimed:
+    """A run this caller won: its config JSON and the seed of each repeat (repeat 0's first)."""
+
+    config_json: str
+    seeds: list[int]
+
+
+def claim(session: Session, run_id: str, now: datetime, *, claim: str, runner: str) -> Claimed | None:
+    """Move a queued run to running under `claim`, held by `runner`; what to compute if this
     caller won it."""
     where = (Run.id == run_id) & (Run.status == "queued")
     if (
@@ -257,7 +276,8 @@ def claim(session: Session, run_id: str, now: datetime, *, claim: str, runner: s
         != 1
     ):
         return None
-    return store.config_json(session, run_id)
+    row = session.execute(select(Run.config, Run.seed, Run.repeat_count).where(Run.id == run_id)).one()
+    return Claimed(row.config, repeat_seeds(row.seed, row.repeat_count))
 
 
 def fail(
@@ -310,6 +330,28 @@ def set_progress(session: Session, progress: Mapping[str, float]) -> None:
 # --- finishing ----------------------------------------------------------------------------------
 
 
+def summary_stats(repeats: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per metric over the repeats that have it: `n`, `mean`, `stddev` (ddof 1; None below 2)."""
+    values: dict[str, list[float]] = {}
+    for repeat in repeats:
+        for key, value in repeat["summary"].items():
+            values.setdefault(key, []).append(float(value))
+    return {
+        key: {"n": len(v), "mean": statistics.fmean(v), "stddev": statistics.stdev(v) if len(v) > 1 else None}
+        for key, v in values.items()
+    }
+
+
+def _mean_summary(single: Mapping[str, Any], stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The summary columns as the repeats' means (lists sort by them), each as its column stores it."""
+    out = dict(single)
+    for name in out:
+        metric = Run.__table__.c[name].info["result"]
+        mean = stats.get(metric.key, {}).get("mean")
+        out[name] = None if mean is None else Run.__table__.c[name].type.python_type(mean)
+    return out
+
+
 def finished_fields(
     row: Mapping[str, Any],
     result_json: bytes,
@@ -318,12 +360,20 @@ def finished_fields(
     wall_s: float,
     compile_s: float,
     reused_from: str | None = None,
+    repeats: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Every column a run gets when it finishes, its page included (rendered from the run as it
     will read once done; `None` if rendering failed: the page is then rendered when asked for).
-    A sweep's points are not prerendered: hundreds of pages few will open."""
+    A sweep's points are not prerendered: hundreds of pages few will open.
+
+    `repeats`: every repeat's `{"seed", "summary"}` (repeat 0's result is `result_json`); without
+    them (a run computed in place, a copy of a run made before repeats) the result is the one repeat."""
     if len(result_json) > MAX_RESULT_BYTES:
         raise ResultTooLarge(f"result of {len(result_json)} bytes over the limit of {MAX_RESULT_BYTES}")
+    parsed = orjson.loads(result_json)
+    if repeats is None:
+        repeats = [{"seed": row["seed"], "summary": summary_figures(parsed)}]
+    stats = summary_stats(repeats)
     fields: dict[str, Any] = {
         "status": "done",
         "progress": 1.0,
@@ -333,8 +383,10 @@ def finished_fields(
         "wall_s": wall_s,
         "compile_s": compile_s,
         "reused_from": reused_from,
-        **result_summary(orjson.loads(result_json)),
+        **_mean_summary(result_summary(parsed), stats),
         "result": result_json,
+        "repeats": orjson.dumps(list(repeats)).decode(),
+        "summary_stats": orjson.dumps(stats).decode(),
     }
     try:
         page = None if row.get("sweep_id") else service.render_page(service.run_view({**row, **fields}))
@@ -356,16 +408,17 @@ def finish(
     compile_s: float,
     reused_from: str | None = None,
     claim: str | None = None,
+    repeats: Sequence[Mapping[str, Any]] | None = None,
 ) -> bool:
     """Record a running run as done (False if it is no longer running, or no longer under `claim`:
-    deleted, finished, or requeued)."""
+    deleted, finished, or requeued); `repeats` as `finished_fields` takes them."""
     with session_scope(factory) as session:
         row = store.get_row(session, run_id)
     if row is None:
         return False
     fields = finished_fields(
         row._mapping, result_json, engine_version=engine_version, wall_s=wall_s,
-        compile_s=compile_s, reused_from=reused_from,
+        compile_s=compile_s, reused_from=reused_from, repeats=repeats,
     )  # fmt: skip
     with session_scope(factory) as session:
         return _set(session, _where_running(run_id, claim), **fields) == 1

@@ -133,9 +133,11 @@ def runs_page(
 
 @router.get("/runs/{run_id}.json", name="run_json")
 def run_json(run_id: str, session: SessionDep) -> Response:
+    """`GET /api/runs/{id}`'s answer (its note beside the stored bytes), as a file to keep."""
     view = views.load_run_view(session, run_id)
+    _, note = views.id_and_note(session.connection(), run_id)
     headers = {"Content-Disposition": f'attachment; filename="idlelab-{run_id}.json"'}
-    return Response(view.to_json(), media_type="application/json", headers=headers)
+    return Response(views.beside_note(view.to_json(), note), media_type="application/json", headers=headers)
 
 
 @router.get("/runs/{run_id}.csv", name="run_csv")

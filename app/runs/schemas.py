@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler,
 from app.core.models import LIST_COLUMNS, RUN_STATUSES, Run, UTCDateTime
 from engine import SimConfig, SimResult
 from engine.config import CUSTOM_PLATFORM_LATER
+from engine.repeats import MAX_REPEATS, MIN_REPEATS
 
 RunStatus = Literal[RUN_STATUSES]  # type: ignore[valid-type]
 
@@ -27,6 +28,12 @@ class RunCreate(BaseModel):
     )
     title: Annotated[str, Field(max_length=200)] = ""
     unlisted: bool = Field(default=False, description="Only the run's link finds it (not lists).")
+    repeats: Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)] = Field(
+        default=1,
+        description="Simulate the config this many times, each with its own seed (repeat 0 the config's, "
+        "the others derived from it: `engine.repeats`); the run keeps repeat 0's full result and every "
+        "repeat's summary figures. Comparisons give verdicts from 3 repeats on.",
+    )
 
     @field_validator("config", mode="wrap")
     @classmethod
@@ -72,11 +79,41 @@ RunSummary = create_model(  # type: ignore[call-overload]
 )
 
 
+class RepeatSummary(BaseModel):
+    seed: int
+    summary: dict[str, float] = Field(description="Metric key -> value (the registry's keys).")
+
+
+class MetricStats(BaseModel):
+    n: int
+    mean: float
+    stddev: float | None = Field(description="Sample standard deviation (ddof 1); null with one repeat.")
+
+
+class NoteStamp(BaseModel):
+    """A note as `GET /api/runs/{id}` puts it beside the run."""
+
+    text: str
+    version: int = Field(description="Counts the note's edits (the run's ETag covers it).")
+    updated_at: str
+
+
+class NoteRead(NoteStamp):
+    """`GET /api/{runs|sweeps|measurements}/{id}/note`."""
+
+    html: str = Field(description="The text as safe HTML: URLs, commit ids and <Message-ID>s linked.")
+
+
 class RunRead(RunSummary):  # type: ignore[misc,valid-type]
-    """`GET /api/runs/{id}`: the summary plus the config and (once done) the result."""
+    """`GET /api/runs/{id}`: the summary plus the config and (once done) the result, every repeat's
+    seed and summary figures and the statistics over them (the summary columns are their means),
+    and the run's note (null without one)."""
 
     config: SimConfig
     result: SimResult | None
+    repeats: list[RepeatSummary] | None = Field(default=None, description="Once done; repeat 0 first.")
+    summary_stats: dict[str, MetricStats] | None = None
+    note: NoteStamp | None = None
 
 
 class RunList(BaseModel):

@@ -24,16 +24,16 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import ValidationError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, bindparam, select
 from sqlalchemy.orm import Session
 
 from app import charts
 from app.core import web
 from app.core.errors import InvalidInput, NotFound
-from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS
+from app.core.models import ACTIVE, FINISHED, LIST_COLUMNS, SORTABLE_COLUMNS, Note, Run
 from app.platforms import service as platforms
 from app.runs import store
-from engine import SimConfig
+from engine import SimConfig, metrics
 from engine.config import config_errors
 from engine.jit import cache_is_warm
 
@@ -91,6 +91,8 @@ class RunView:
     summary: dict[str, Any]
     config_json: str
     result_json: bytes | None
+    repeats_json: str | None = None
+    summary_stats_json: str | None = None
 
     @property
     def status(self) -> str:
@@ -104,15 +106,36 @@ class RunView:
     def result(self) -> dict[str, Any] | None:
         return None if self.result_json is None else orjson.loads(self.result_json)
 
+    @cached_property
+    def repeats(self) -> list[dict[str, Any]] | None:
+        """Every repeat's seed and summary figures; None until done (and for runs made before repeats)."""
+        return None if self.repeats_json is None else orjson.loads(self.repeats_json)
+
+    @cached_property
+    def summary_stats(self) -> dict[str, dict[str, Any]] | None:
+        return None if self.summary_stats_json is None else orjson.loads(self.summary_stats_json)
+
     def to_json(self) -> bytes:
-        """The `GET /api/runs/{id}` body: summary fields with the stored config and result inside."""
-        result = orjson.Fragment(self.result_json) if self.result_json is not None else None
-        return orjson.dumps({**self.summary, "config": orjson.Fragment(self.config_json), "result": result})
+        """The stored part of the `GET /api/runs/{id}` body: summary fields with the stored config,
+        result, repeats and statistics inside (the note is put beside it per request)."""
+
+        def stored(text: str | bytes | None) -> Any:
+            return None if text is None else orjson.Fragment(text)
+
+        return orjson.dumps(
+            {
+                **self.summary,
+                "config": orjson.Fragment(self.config_json),
+                "result": stored(self.result_json),
+                "repeats": stored(self.repeats_json),
+                "summary_stats": stored(self.summary_stats_json),
+            }
+        )
 
 
 def run_view(row: Mapping[str, Any]) -> RunView:
     """A run from its `store.get_row` columns."""
-    return RunView(_summary(row), row["config"], row["result"])
+    return RunView(_summary(row), row["config"], row["result"], row.get("repeats"), row.get("summary_stats"))
 
 
 def load_run_view(session: Session, run_id: str) -> RunView:
@@ -282,6 +305,36 @@ class Artifacts:
                 self._size -= len(self._entries.pop(key)[1])
 
 
+# How the run page shows a unit: latencies in us (as wult and intel_idle write them), shares in %.
+_SHOWN_UNITS = {"ns": (1e-3, "us"), "share": (100.0, "%"), "count": (1.0, "")}
+
+
+def repeat_rows(view: RunView) -> list[dict[str, Any]]:
+    """A repeated run's statistics per compared metric, as the page shows them (none for one repeat)."""
+    stats, result = view.summary_stats or {}, view.result
+    if result is None or int(view.summary.get("repeat_count") or 1) < 2:
+        return []
+    rows = []
+    for m in metrics.compared(s["name"] for s in result["states"]):
+        s = stats.get(m.key)
+        if s is None:
+            continue
+        scale, unit = _SHOWN_UNITS.get(m.unit, (1.0, m.unit))
+        stddev = s["stddev"]
+        rows.append(
+            {
+                "key": m.key,
+                "label": m.label,
+                "unit": unit,
+                "mean": s["mean"] * scale,
+                "stddev": None if stddev is None else stddev * scale,
+                "stddev_pct": None if stddev is None or s["mean"] == 0 else 100.0 * stddev / abs(s["mean"]),
+                "n": s["n"],
+            }
+        )
+    return rows
+
+
 def render_page(view: RunView) -> bytes:
     """A run's page. Its charts are most of the cost: a finished run's is rendered once."""
     result = view.result
@@ -300,6 +353,8 @@ def render_page(view: RunView) -> bytes:
             # Only a waiting run's page says so (it is rendered per request; a finished one never).
             "engine_compiling": view.status in ACTIVE and not cache_is_warm(),
             "compiling_note": COMPILING_NOTE,
+            "repeat_rows": repeat_rows(view),
+            "seeds": [r["seed"] for r in view.repeats or []],
         },
     )
     return html.encode()
@@ -323,27 +378,61 @@ def _page_answer(conn: Connection, run_id: str) -> tuple[str, bytes | RunView] |
 
 
 ANSWERS = {"api": (_api_answer, "application/json"), "page": (_page_answer, "text/html; charset=utf-8")}
+# A run's id and note in one primary-key read: whether it exists, and the note put beside its stored
+# API answer (the note is its own resource: never in the bytes).
+_ID_AND_NOTE = (
+    select(Run.id, Note.text, Note.version, Note.updated_at)
+    .outerjoin(Note, (Note.kind == "runs") & (Note.target_id == Run.id))
+    .where(Run.id == bindparam("run_id"))
+)
+
+
+def id_and_note(conn: Connection, run_id: str) -> tuple[bool, dict[str, Any] | None]:
+    """(the run exists, its note as `GET /api/runs/{id}` shows it or None)."""
+    row = conn.execute(_ID_AND_NOTE, {"run_id": run_id}).first()
+    if row is None or row.text is None:
+        return row is not None, None
+    return True, {"text": row.text, "version": row.version, "updated_at": row.updated_at.isoformat()}
+
+
+def beside_note(body: bytes, note: dict[str, Any] | None) -> bytes:
+    """A stored API answer with `"note"` put beside its fields (a new object around the same bytes)."""
+    return body[:-1] + b',"note":' + orjson.dumps(note) + b"}"
+
+
+def note_etag(etag: str, note: dict[str, Any] | None) -> str:
+    """The stored answer's ETag, covering the note's version too."""
+    if note is None:
+        return etag
+    stamp = hashlib.blake2b(f"{note['version']}\0{note['updated_at']}".encode(), digest_size=6).hexdigest()
+    return f'{etag[:-1]}-{stamp}"'
 
 
 async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
-    """A run's API answer (`kind="api"`) or page (`"page"`): a finished run's from the LRU while
-    the run exists, else read from its row (and kept if finished). The reads (two primary-key
-    reads at most) and a page to render run in the threadpool, never on the event loop. ETag and
-    304 for revalidation; `no-cache`, so a deleted run is a 404 at once."""
+    """A run's API answer (`kind="api"`, its note put beside the stored bytes) or page (`"page"`):
+    a finished run's from the LRU while the run exists, else read from its row (and kept if
+    finished). The reads (two primary-key reads at most) and a page to render run in the
+    threadpool, never on the event loop. ETag and 304 for revalidation; `no-cache`, so a deleted
+    run is a 404 at once."""
     answer, media_type = ANSWERS[kind]
     entry = artifacts.get(run_id, kind)
 
-    def read() -> tuple[bool, tuple[str, bytes] | None]:
+    def read() -> tuple[bool, tuple[str, bytes] | None, dict[str, Any] | None]:
         with db.connect() as conn:
-            if entry is not None and store.exists(conn, run_id):
-                return True, None
+            note = None
+            if kind == "api":
+                found, note = id_and_note(conn, run_id)
+            else:
+                found = entry is not None and store.exists(conn, run_id)
+            if entry is not None and found:
+                return True, None, note
             made = answer(conn, run_id)
         if made is None:
-            return False, None
+            return False, None, None
         status, body = made
-        return False, (status, render_page(body) if isinstance(body, RunView) else body)
+        return False, (status, render_page(body) if isinstance(body, RunView) else body), note
 
-    cached, made = await run_in_threadpool(read)
+    cached, made, note = await run_in_threadpool(read)
     if not cached:
         if made is None:
             raise NotFound(f"run {run_id!r} not found")
@@ -351,6 +440,8 @@ async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str,
         entry = artifacts.put(run_id, kind, body) if status in FINISHED else (etag_of(body), body)
     assert entry is not None
     etag, body = entry
+    if kind == "api":
+        etag, body = note_etag(etag, note), beside_note(body, note)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)

@@ -62,11 +62,17 @@ def _bump_on_add(session: Session, flush_context: UOWTransaction, instances: obj
         session.connection().execute(_BUMP)
 
 
-def find_reusable(session: Session, config_hash: str, engine_version: str) -> Run | None:
-    """The oldest finished run with this config hash and engine version (an original, not a copy)."""
+def find_reusable(session: Session, config_hash: str, engine_version: str, repeats: int = 1) -> Run | None:
+    """The oldest finished run with this config hash, repeat count and engine version (an
+    original, not a copy)."""
     stmt = (
         select(Run)
-        .where(Run.config_hash == config_hash, Run.engine_version == engine_version, Run.status == "done")
+        .where(
+            Run.config_hash == config_hash,
+            Run.repeat_count == repeats,
+            Run.engine_version == engine_version,
+            Run.status == "done",
+        )
         .order_by(Run.reused_from.is_not(None), Run.created_at)
         .limit(1)
     )
@@ -78,7 +84,8 @@ def get_run(session: Session, run_id: str) -> Run | None:
 
 
 # The hot reads, built once.
-_ROW = select(*_LIST_COLS, Run.config, Run.result).where(Run.id == bindparam("run_id"))
+_STORED = (Run.config, Run.result, Run.repeats, Run.summary_stats)
+_ROW = select(*_LIST_COLS, *_STORED).where(Run.id == bindparam("run_id"))
 _PAGE = select(Run.status, Run.page, Run.page_version).where(Run.id == bindparam("run_id"))
 
 
@@ -102,7 +109,7 @@ def exists(db: Session | Connection, run_id: str) -> bool:
 
 
 def get_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
-    stmt = select(*_LIST_COLS, Run.config, Run.result).where(Run.id.in_(list(run_ids)))
+    stmt = select(*_LIST_COLS, *_STORED).where(Run.id.in_(list(run_ids)))
     return {row.id: row for row in session.connection().execute(stmt)}
 
 

@@ -60,7 +60,8 @@ def metric_figure(
     points: Sequence[Point], axes: Sequence[Mapping[str, Any]], metric: str, label: str, x_path: str
 ) -> Figure:
     """`metric` of the finished points against the axis `x_path`, one line per combination of the
-    other axes' values (in the axes' own order of values)."""
+    other axes' values (in the axes' own order of values); with repeats, the mean with an error
+    bar of one standard deviation over the repeats."""
     scale, unit = _scale(metric)
     lines = {
         name: [p for p in pts if p["status"] == "done" and p.get(metric) is not None]
@@ -75,6 +76,7 @@ def metric_figure(
             mode="lines+markers",
             line={"dash": _DASHES[(i // 10) % len(_DASHES)]},
             customdata=[p["run_id"] for p in pts],
+            error_y=_error_bars([(p.get("stddev") or {}).get(metric) for p in pts], scale),
             hovertemplate=f"{x_path}=%{{x}}<br>{label}=%{{y}}<br>run %{{customdata}}<extra>{name}</extra>",
         )
         for i, (name, pts) in enumerate(lines.items())
@@ -86,6 +88,12 @@ def metric_figure(
         xaxis={"title": {"text": x_path}, "type": "log" if log_x else None},
         yaxis={"title": {"text": label + unit}},
     )
+
+
+def _error_bars(stddevs: Sequence[float | None], scale: float) -> dict[str, Any] | None:
+    if all(s is None for s in stddevs):
+        return None
+    return {"type": "data", "array": [0.0 if s is None else s * scale for s in stddevs], "visible": True}
 
 
 def pareto_front(pairs: Sequence[tuple[float, float]]) -> list[int]:

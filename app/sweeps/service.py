@@ -26,11 +26,18 @@ from app.runs.lifecycle import RunSpec, Submitter
 from app.runs.service import resolve_config, run_path
 from app.sweeps import store
 from engine import SimConfig
+from engine.repeats import MAX_REPEATS, MIN_REPEATS
 
 MAX_POINTS = 1000
+# Simulations per sweep: points x repeats.
+MAX_SIMULATIONS = 1000
 PLATFORM_PATH = "platform"
-# Metrics a sweep's charts and table offer: the runs' summary columns (no result is parsed).
+# Metrics a sweep's charts and table offer: the runs' summary columns (no result is parsed); with
+# repeats, the means (the columns) and the standard deviations over repeats (`summary_stats`).
 METRICS: dict[str, str] = {name: str(Run.__table__.c[name].info["label"]) for name in RESULT_SUMMARY_COLUMNS}
+METRIC_KEYS: dict[str, str] = {
+    name: Run.__table__.c[name].info["result"].key for name in RESULT_SUMMARY_COLUMNS
+}
 LATENCY_METRIC = "wake_latency_p99_ns"
 ENERGY_METRIC = "energy_joules"
 
@@ -52,6 +59,9 @@ class SweepCreate(BaseModel):
     base: dict[str, Any] = Field(default_factory=dict, description="A SimConfig (`{}`: the default run).")
     axes: Annotated[list[Axis], Field(min_length=1, max_length=8)]
     unlisted: bool = Field(default=False, description="Only the sweep's link finds it and its points.")
+    repeats: Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)] = Field(
+        default=1, description="Seeds per point (as a run's `repeats`); points x repeats <= 1,000."
+    )
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,13 @@ def expand(session: Session, body: SweepCreate) -> tuple[dict[str, Any], list[Po
     count = math.prod(len(a.values) for a in body.axes)
     if count > MAX_POINTS:
         raise InvalidInput.one(_loc("axes"), f"{count} points over the limit of {MAX_POINTS}", "value_error")
+    if count * body.repeats > MAX_SIMULATIONS:
+        raise InvalidInput.one(
+            _loc("repeats"),
+            f"{count} points x {body.repeats} repeats = {count * body.repeats} simulations, over the limit "
+            f"of {MAX_SIMULATIONS}",
+            "value_error",
+        )
     for n, axis in enumerate(body.axes):
         for m, value in enumerate(axis.values):
             data = copy.deepcopy(base)
@@ -170,7 +187,7 @@ def submit(session: Session, submitter: Submitter, body: SweepCreate) -> dict[st
         s.flush()
 
     specs = [
-        RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index)
+        RunSpec(p.config, _point_title(body.title, p.values), body.unlisted, sweep_id, p.index, body.repeats)
         for p in points
     ]
     submitter(specs, before=add_sweep)
@@ -239,12 +256,20 @@ def sweep_view(session: Session, sweep_id: str) -> dict[str, Any]:
                 "progress": row.progress,
                 "error": row.error,
                 "wall_s": row.wall_s,
+                "repeats": row.repeat_count,
                 **{name: getattr(row, name) for name in METRICS},
+                "stddev": _stddevs(row.summary_stats),
             }
             for row in rows
         ],
     )
     return view
+
+
+def _stddevs(summary_stats: str | None) -> dict[str, float | None]:
+    """Each metric's standard deviation over the point's repeats (None with one repeat)."""
+    stats = orjson.loads(summary_stats) if summary_stats else {}
+    return {name: stats.get(key, {}).get("stddev") for name, key in METRIC_KEYS.items()}
 
 
 def list_view(session: Session, *, limit: int, offset: int) -> dict[str, Any]:
@@ -261,14 +286,31 @@ def list_view(session: Session, *, limit: int, offset: int) -> dict[str, Any]:
 def points_csv(view: Mapping[str, Any]) -> Iterator[str]:
     """The points as CSV: index, the axes' values, run, status, then the metrics."""
     paths = [a["path"] for a in view["axes"]]
-    header = ["index", *paths, "run_id", "status", "wall_s", *METRICS]
+    header = [
+        "index",
+        *paths,
+        "run_id",
+        "status",
+        "wall_s",
+        "repeats",
+        *METRICS,
+        *(f"{m}_stddev" for m in METRICS),
+    ]
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(header)
     for p in view["points"]:
         writer.writerow(
-            [p["index"], *(p["values"][k] for k in paths), p["run_id"], p["status"], p["wall_s"]]
+            [
+                p["index"],
+                *(p["values"][k] for k in paths),
+                p["run_id"],
+                p["status"],
+                p["wall_s"],
+                p["repeats"],
+            ]
             + [p[m] for m in METRICS]
+            + [p["stddev"][m] for m in METRICS]
         )
     yield buf.getvalue()
 

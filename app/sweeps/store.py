@@ -10,9 +10,11 @@ from sqlalchemy.orm import Session
 
 from app.core.models import RESULT_SUMMARY_COLUMNS, Run, Sweep
 
-_POINT_COLS = [Run.id, Run.sweep_index, Run.status, Run.progress, Run.error, Run.wall_s] + [
-    getattr(Run, c) for c in RESULT_SUMMARY_COLUMNS
-]
+_POINT_COLS = (
+    [Run.id, Run.sweep_index, Run.status, Run.progress, Run.error, Run.wall_s]
+    + [getattr(Run, c) for c in RESULT_SUMMARY_COLUMNS]
+    + [Run.repeat_count, Run.summary_stats]
+)
 
 
 def get_sweep(session: Session, sweep_id: str) -> Sweep | None:

@@ -1,6 +1,7 @@
 // Run page (the share link): live progress while the run is queued or running, then a reload
 // to show the server-rendered figures and charts; copy buttons for the link and the config.
 import { getJSON, wireCopyButtons } from "./common.js";
+import { wireExports } from "./exports.js";
 
 const POLL_MS = 500;
 
@@ -9,7 +10,8 @@ function showProgress(section, run) {
   const text = section.querySelector("[data-progress-text]");
   const pct = Math.round((run.progress || 0) * 100);
   if (bar) bar.value = run.progress || 0;
-  if (text) text.textContent = run.status === "queued" ? "Queued: waiting for a worker" : `Running: ${pct}% simulated`;
+  const repeats = run.repeat_count > 1 ? ` of ${run.repeat_count} repeats` : "";
+  if (text) text.textContent = run.status === "queued" ? "Queued: waiting for a worker" : `Running: ${pct}%${repeats} simulated`;
   section.dataset.status = run.status;
   // The badge under the title says what the body says.
   const badge = document.querySelector("#run-status .status");
@@ -61,6 +63,7 @@ async function fillCompareCandidates(list) {
 }
 
 wireCopyButtons();
+wireExports();
 // Asked for when the field is first used, so the page's own drawing goes first.
 const candidates = document.getElementById("compare-candidates");
 const compareWith = document.getElementById("compare-with");

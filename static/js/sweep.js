@@ -1,6 +1,7 @@
 // A sweep page: follow progress until every point is finished (then reload for the charts);
 // sort the points table by a click on its header.
 import { getJSON } from "./common.js";
+import { wireNote } from "./exports.js";
 
 const POLL_MS = 1000;
 
@@ -55,3 +56,6 @@ function sortable(table) {
 
 followProgress();
 for (const table of document.querySelectorAll("table.sortable")) sortable(table);
+
+const note = document.querySelector("section[data-note-url]");
+if (note) wireNote(note);

@@ -96,6 +96,8 @@ def test_restart_requeues_and_finishes_an_interrupted_run(server_factory: Any, d
         "page_version",
         "claim",
         "claimed_by",
+        "repeats",
+        "summary_stats",
     }
     assert changed <= allowed | summary_cols
 

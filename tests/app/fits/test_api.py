@@ -130,3 +130,17 @@ def test_the_machines_section_lists_every_development_machine_and_a_get_writes_n
     fit = app_client.get("/api" + r.headers["location"]).json()
     assert fit["platform"] == "dev-adl0" and fit["budget"] == 3000
     assert app_client.post("/validation/machines/nosuch/fit").status_code == 404
+
+
+def test_a_fit_has_a_note_guarded_by_its_delete_token(app_client: Any) -> None:
+    import_dump(app_client, "box")
+    made = post_fit(app_client, "box").json()
+    url = f"/api/fits/{made['id']}/note"
+    wrong = app_client.put(url, json={"text": "first try"}, headers={"X-Delete-Token": "wrong"})
+    assert wrong.status_code == 403
+    token = {"X-Delete-Token": made["delete_token"]}
+    r = app_client.put(url, json={"text": "bisected to 4b20b07ce72f"}, headers=token)
+    assert r.status_code == 200, r.text
+    note = app_client.get(url).json()
+    assert note["text"] == "bisected to 4b20b07ce72f" and "4b20b07ce72f" in note["html"]
+    assert 'data-note-url="/api/fits/' in app_client.get(f"/fits/{made['id']}").text
