@@ -29,6 +29,7 @@ from app.runs.lifecycle import RunSpec, Submitter
 from app.runs.service import resolve_config, run_path
 from engine import BUILTIN_PLATFORMS, Platform, engine_version
 from engine.config import GovernorName
+from engine.repeats import MAX_REPEATS, MIN_REPEATS
 from engine.twin import CounterError, Figures, MachineCounters, figures
 from engine.twin.fit import (
     DEFAULT_BUDGET,
@@ -78,8 +79,8 @@ class WhatIfCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     changes: dict[str, Any] = Field(default_factory=dict, description="A partial SimConfig.")
-    repeats: Annotated[int, Field(ge=1, le=1)] = Field(
-        default=1, description="Repeats of the what-if run (this server runs one)."
+    repeats: Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)] = Field(
+        default=1, description="Seeds of the what-if run and of the twin's run beside it (repeats)."
     )
     title: Annotated[str, Field(max_length=200)] = ""
 
@@ -406,8 +407,8 @@ def submit_whatif(session: Session, submitter: Submitter, fit_id: str, body: Wha
     title = body.title or f"what-if on twin {fit_id}: {_describe(body.changes)}"
     made, base = submitter(
         [
-            RunSpec(whatif, title[:200], fit.unlisted),
-            RunSpec(twin, f"twin {fit_id} ({fit.platform})"[:200], fit.unlisted),
+            RunSpec(whatif, title[:200], fit.unlisted, repeats=body.repeats),
+            RunSpec(twin, f"twin {fit_id} ({fit.platform})"[:200], fit.unlisted, repeats=body.repeats),
         ]
     )
     entry = {"run": made.id, "twin_run": base.id, "changes": body.changes}

@@ -18,6 +18,7 @@ import pytest
 
 from app.fits.service import FitRead, WhatIfSubmitted
 from engine import SimConfig
+from tests.app.factories import wait_finished
 from tests.app.fits.dumps import dev_dump, import_dump, post_fit
 from tests.browser.test_pages import Page
 from tests.conftest import ServerProcess, sqlite_url, this_checkout
@@ -164,8 +165,20 @@ def test_bad_whatif_changes_are_a_422_naming_the_field(
     ]
     r = server.post(url, json={"changes": {"platform": "skx"}})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "changes", "platform"]
-    r = server.post(url, json={"changes": {}, "repeats": 2})
+    r = server.post(url, json={"changes": {}, "repeats": 51})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "repeats"]
+
+
+def test_a_whatif_with_repeats_runs_both_sides_over_the_same_seeds(
+    server: httpx.Client, reference: dict[str, Any]
+) -> None:
+    made = server.post(
+        f"/api/fits/{reference['id']}/whatif", json={"changes": {"governor": {"name": "teo"}}, "repeats": 3}
+    ).json()
+    whatif, twin = (wait_finished(server, rid) for rid in (made["id"], made["twin_run"]))
+    assert whatif["status"] == twin["status"] == "done"
+    seeds = [[r["seed"] for r in run["repeats"]] for run in (whatif, twin)]
+    assert len(seeds[0]) == 3 and seeds[0] == seeds[1]
 
 
 def test_an_unlisted_fit_makes_unlisted_runs(server: httpx.Client) -> None:
