@@ -101,7 +101,8 @@ def list_runs(
     responses={**ERROR_RESPONSES, 304: {"description": "`If-None-Match` named the current ETag."}},
 )
 async def get_run(run_id: str, request: Request, db: DbDep, artifacts: ArtifactsDep) -> Response:
-    """A run with its config and, once done, its result (stored bytes, not rebuilt)."""
+    """A run with its config and, once done, its result (stored bytes, not rebuilt): a finished
+    run's from memory, else one primary-key read."""
     return await service.serve(request, db, artifacts, run_id, "api")
 
 
@@ -116,7 +117,7 @@ def delete_run(
     authorized(store.get_run(session, run_id), x_delete_token, f"run {run_id!r}")
     store.delete_run(session, run_id)
     session.commit()
-    artifacts.discard(run_id)  # frees the memory; the existence check keeps reads exact anyway
+    artifacts.discard(run_id)  # at once here; other processes' LRUs within a second
     return Response(status_code=204)
 
 

@@ -4,7 +4,7 @@ written only by `app.runs.lifecycle`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -48,17 +48,25 @@ def changes(db: Session | Connection) -> int:
 
 
 # One rule instead of a call in every write path (and none a new path could forget): any ORM
-# insert, update or delete of runs bumps the counter in the same transaction.
+# insert, update or delete of runs that changed a row bumps the counter in the same transaction.
+# An UPDATE matching nothing (the heartbeat's requeue of runs nobody lost) leaves caches be.
 @event.listens_for(Session, "do_orm_execute")
-def _bump_on_write(state: ORMExecuteState) -> None:
-    if (state.is_update or state.is_delete) and state.bind_mapper is not None:
-        if state.bind_mapper.class_ is Run:
-            state.session.connection().execute(_BUMP)
+def _bump_on_write(state: ORMExecuteState) -> Any:
+    if not (state.is_update or state.is_delete) or state.bind_mapper is None:
+        return None
+    if state.bind_mapper.class_ is not Run:
+        return None
+    result = state.invoke_statement()
+    # A statement with RETURNING reports its count only once read: counted as a change.
+    if result.returns_rows or result.rowcount != 0:  # type: ignore[attr-defined]
+        state.session.connection().execute(_BUMP)
+    return result
 
 
 @event.listens_for(Session, "before_flush")
 def _bump_on_add(session: Session, flush_context: UOWTransaction, instances: object) -> None:
-    if any(isinstance(obj, Run) for obj in (*session.new, *session.dirty, *session.deleted)):
+    changed = (*session.new, *session.deleted, *(o for o in session.dirty if session.is_modified(o)))
+    if any(isinstance(obj, Run) for obj in changed):
         session.connection().execute(_BUMP)
 
 
@@ -99,6 +107,20 @@ _EXISTS = select(Run.id).where(Run.id == bindparam("run_id"))
 def exists(db: Session | Connection, run_id: str) -> bool:
     conn = db.connection() if isinstance(db, Session) else db
     return conn.execute(_EXISTS, {"run_id": run_id}).first() is not None
+
+
+# Ids per existence query: far below every database's bound-parameter limit.
+_EXISTING_CHUNK = 500
+
+
+def existing(db: Connection, run_ids: Iterable[str]) -> set[str]:
+    """Which of `run_ids` are still stored."""
+    ids = sorted(run_ids)
+    found: set[str] = set()
+    for i in range(0, len(ids), _EXISTING_CHUNK):
+        chunk = ids[i : i + _EXISTING_CHUNK]
+        found.update(db.execute(select(Run.id).where(Run.id.in_(chunk))).scalars())
+    return found
 
 
 def get_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
