@@ -144,6 +144,7 @@ class JobRunner:
         self._held: dict[str, tuple[str, Any]] = {}  # run id -> (claim, future)
         self._progress: dict[str, float] = {}
         self._stopping = threading.Event()
+        self._failed_writes = 0  # in a row: the episode `_write` logs once
         self._threads: list[threading.Thread] = []
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 
@@ -307,12 +308,23 @@ class JobRunner:
 
     def _write(self, fn: Callable[[Session], Any]) -> Any:
         """`fn(session)` in one transaction, retried on failure (a locked database); None if it
-        never succeeded (logged)."""
+        never succeeded. Logged once per episode (a full disk fails every heartbeat until freed):
+        the first failure with its traceback, then the first success after it."""
         try:
-            return retry(lambda: _in_transaction(self.sessionmaker, fn))
-        except Exception:  # noqa: BLE001 - logged; the reaper catches a run left running
-            log.exception("database write failed")
+            result = retry(lambda: _in_transaction(self.sessionmaker, fn))
+        except Exception as exc:  # noqa: BLE001 - logged; the reaper catches a run left running
+            with self._lock:
+                self._failed_writes += 1
+                first = self._failed_writes == 1
+            if first:
+                log.exception("database writes fail (%s); said again only once they work", one_line(exc))
             return None
+        if self._failed_writes:
+            with self._lock:
+                failed, self._failed_writes = self._failed_writes, 0
+            if failed:
+                log.warning("database writes work again, after %d failed", failed)
+        return result
 
     def _writer_loop(self) -> None:
         while True:
