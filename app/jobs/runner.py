@@ -102,7 +102,10 @@ class OwnedCluster:
         ready, _, _ = select.select([self.process.stdout], [], [], start_timeout_s)
         line = self.process.stdout.readline().decode().strip() if ready else ""
         if not line.startswith("tcp://"):
+            exited = self.process.poll()
             self.close()
+            if exited is not None:
+                raise RuntimeError(f"the Dask cluster process exited at start (code {exited}; see its log)")
             raise RuntimeError(f"the Dask cluster did not start within {start_timeout_s:.0f} s")
         self.address = line
 
@@ -263,6 +266,9 @@ class JobRunner:
                     self._client, self._cluster = connect(self.n_workers, self.scheduler)
                     self._client.subscribe_topic(PROGRESS_TOPIC, self._on_progress)
                     log.info("Dask client ready: %s", self._client.scheduler.address)
+                    if self._stopping.is_set():  # `stop()` ran while the cluster started
+                        self._close_client()
+                        return
                 except Exception as exc:  # noqa: BLE001 - an unreachable scheduler: retry later
                     log.warning("cannot reach the Dask cluster (%s); runs wait queued", one_line(exc))
                     self._close_client()
