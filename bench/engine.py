@@ -109,22 +109,13 @@ def _bare_loop():  # type: ignore[no-untyped-def]
         n = prepared.cs.shape[0]
         tick_ns = int(prepared.ip[I_TICK_NS])
         return loop(
-            new_queue(n),
-            prepared.irq_t,
-            prepared.irq_off,
-            prepared.snd_t,
-            prepared.snd_dst,
-            prepared.snd_off,
-            prepared.irq_off[:-1].copy(),
-            prepared.snd_off[:-1].copy(),
-            np.full(n, tick_ns, dtype=np.int64),
-            np.full(n, 1 << 62, dtype=np.int64),
-            tick_ns,
-            int(prepared.t_end),
+            new_queue(n), prepared.irq_t, prepared.irq_off,
+            prepared.snd_t, prepared.snd_dst, prepared.snd_off,
+            prepared.irq_off[:-1].copy(), prepared.snd_off[:-1].copy(), np.full(n, tick_ns, dtype=np.int64),
+            np.full(n, 1 << 62, dtype=np.int64), tick_ns, int(prepared.t_end),
         )
 
     return run
-
 
 COLD = """
 import json, sys, time
