@@ -4,8 +4,9 @@ they need of the upper ones (`wire`): the routes `url_for` links to, the chart p
 templates use, the error page, the runner as `RunEvents`.
 
 On start (lifespan) it applies the Alembic migrations, requeues runs a stopped server left
-`running`, and starts the job runner (which builds its Dask client in the background); on stop
-it stops the runner (runs in flight are requeued).
+`running`, starts the job runner (which builds its Dask client in the background) and the watch
+that drops cached answers of runs other processes delete; on stop it stops them (runs in flight
+are requeued).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from app.platforms import api as platforms_api
 from app.platforms import pages as platforms_pages
 from app.platforms.service import IMPORT_PATHS as DUMP_PATHS
 from app.runs import api as runs_api
-from app.runs import lifecycle
+from app.runs import lifecycle, service
 from app.runs import pages as runs_pages
 from app.runs.lifecycle import Submitter
 from app.runs.service import Artifacts, ListCache
@@ -120,6 +121,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             daemon=True,
         )
         pages.start()
+        # Cached answers of runs another process deletes are dropped within a second.
+        deletes = threading.Thread(
+            target=service.watch_deletes,
+            args=(db_engine, app.state.artifacts, stopping),
+            name="idlelab-deletes",
+            daemon=True,
+        )
+        deletes.start()
         # Startup's objects (numba, plotly, SQLAlchemy, FastAPI...) live as long as the process: out
         # of the cyclic GC's sight, a full collection no longer walks them (~150 ms, a pause every
         # request in flight would wait out).
@@ -131,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stopping.set()
             await run_in_threadpool(fit_runner.stop)
             await run_in_threadpool(runner.stop)
+            deletes.join(5)
             db_engine.dispose()
 
     app = FastAPIOffline(

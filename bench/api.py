@@ -75,6 +75,15 @@ def bare_app(db: str) -> Any:
         return Response(row[0], media_type="application/octet-stream")
 
     list_body = (Path(db).parent / "list.json").read_bytes()
+    # The app's exact `GET /api/runs/{id}` answers, saved beside the database by `--wrk`.
+    answers_db = Path(db).parent / "answers.db"
+    answers = sqlite3.connect(answers_db, check_same_thread=False) if answers_db.exists() else None
+
+    @app.get("/bare/answer/{run_id}")
+    def bare_answer(run_id: str) -> Response:
+        assert answers is not None
+        row = answers.execute("SELECT body FROM answers WHERE id = ?", (run_id,)).fetchone()
+        return Response(row[0], media_type="application/json")
 
     @app.get("/bare/list")
     def bare_list() -> Response:
@@ -85,22 +94,25 @@ def bare_app(db: str) -> Any:
 
 
 def start_server(
-    db: Path, log: Any, bare: bool = False, log_level: str = "warning"
+    db: Path, log: Any, bare: bool = False, log_level: str = "warning", same_options: bool = False
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """The app (`idlelab serve`) or the bare endpoint, each under uvicorn with the options
-    `idlelab serve` uses (log level, access log, keep-alive), so that only the app differs."""
+    """The app (`idlelab serve`) or the bare endpoint under uvicorn. The bare one, and the app
+    when `same_options` (the side-by-side `--wrk`), run by one `uvicorn.run` line with the same
+    options (log level, access log as IDLELAB_ACCESS_LOG says, on by default, keep-alive), so that
+    only the app differs."""
     port = free_port()
     env = {**os.environ, "IDLELAB_DATABASE_URL": f"sqlite:///{db}", "IDLELAB_LOG_LEVEL": log_level}
     command = ["-m", "app.cli", "serve", "--port", str(port)]
-    if bare:
-        bare_app = f"b.bare_app({str(db)!r})"
+    if bare or same_options:
+        module, factory = ("bench.api", f"bare_app({str(db)!r})") if bare else ("app.main", "create_app()")
         access_log = os.environ.get("IDLELAB_ACCESS_LOG", "true").lower() not in ("0", "false", "no")
         options = f"port={port}, log_level={log_level!r}, access_log={access_log}, timeout_keep_alive=30"
-        code = f"import uvicorn, bench.api as b; uvicorn.run({bare_app}, {options})"
+        code = f"import uvicorn, {module}; uvicorn.run({module}.{factory}, {options})"
         command = ["-c", code]
     proc = subprocess.Popen(
         [sys.executable, *command],
         env=env,
+        cwd=REPO_ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

@@ -274,8 +274,22 @@ def _wrk(url: str, prefix: str, ids_file: Path, script: Path, seconds: int) -> t
     return rps, p99
 
 
+def save_answers(client: httpx.Client, ids: list[str], path: Path) -> None:
+    """The app's `GET /api/runs/{id}` answers, byte for byte, for the bare endpoint to serve."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE answers (id TEXT PRIMARY KEY, body BLOB NOT NULL)")
+        rows = []
+        for run_id in ids:
+            r = client.get(f"/api/runs/{run_id}")
+            assert r.status_code == 200, r.text[:300]
+            rows.append((run_id, r.content))
+        conn.executemany("INSERT INTO answers VALUES (?, ?)", rows)
+
+
 def run_wrk(args: Any, start_server: Any, stop_server: Any) -> None:
-    """`GET /api/runs/{id}` of the app against the bare endpoint serving the same stored bytes:
+    """`GET /api/runs/{id}` of the app against the bare endpoint serving the app's exact answers:
     interleaved blocks (app, bare) for `--rounds` rounds, both under uvicorn with the same options
     and the access log on; the worst round counts (the smallest ratio, the largest p99)."""
     import tempfile
@@ -290,19 +304,20 @@ def run_wrk(args: Any, start_server: Any, stop_server: Any) -> None:
                 with httpx.Client(base_url=url, timeout=300) as client:
                     ids = store_runs(client, args.runs)
                     (Path(tmp) / "list.json").write_bytes(client.get("/api/runs?limit=50").content)
+                    save_answers(client, ids, Path(tmp) / "answers.db")
             finally:
                 stop_server(proc)
             ids_file.write_text("\n".join(ids) + "\n")
             worst_ratio, worst_p99 = float("inf"), 0.0
             for round_no in range(args.rounds):
-                proc, url = start_server(db, log, log_level="info")
+                proc, url = start_server(db, log, log_level="info", same_options=True)
                 try:
                     app_rps, app_p99 = _wrk(url, "/api/runs/", ids_file, script, args.wrk_seconds)
                 finally:
                     stop_server(proc)
                 proc, url = start_server(db, log, bare=True, log_level="info")
                 try:
-                    bare_rps, bare_p99 = _wrk(url, "/bare/result/", ids_file, script, args.wrk_seconds)
+                    bare_rps, bare_p99 = _wrk(url, "/bare/answer/", ids_file, script, args.wrk_seconds)
                 finally:
                     stop_server(proc)
                 print(

@@ -21,6 +21,7 @@ from app.core.models import Base, Fit, Measurement, Note, Run, Sweep, utcnow
 from app.core.tokens import authorized
 from app.core.web import json_response, require_json
 from app.runs.schemas import NoteRead
+from app.runs.service import ArtifactsDep
 
 # Collection name -> the table of what a note is attached to (its delete token guards the note).
 NOTE_KINDS: dict[str, type[Base]] = {"runs": Run, "sweeps": Sweep, "measurements": Measurement, "fits": Fit}
@@ -111,11 +112,14 @@ def _routes(kind: str) -> None:
         target_id: str,
         body: NoteWrite,
         session: SessionDep,
+        artifacts: ArtifactsDep,
         x_delete_token: TokenHeader = None,
     ) -> Response:
         note = write_note(session, kind, target_id, body.text, x_delete_token)
         answer = None if note is None else note_read(note)
         session.commit()
+        if kind == "runs":  # the cached answer carries the note: read it again next time
+            artifacts.forget_note(target_id)
         return Response(status_code=204) if answer is None else json_response(answer)
 
     get.__doc__ = f"The {what}'s note: its text, the text as safe HTML (links), and its version."

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -69,10 +70,44 @@ def alembic_config(url: str | None = None) -> Any:
     return cfg
 
 
+class DatabaseNotUTF8(RuntimeError):
+    """A PostgreSQL database whose encoding is not UTF-8: it cannot hold every title and name
+    (SQL_ASCII even hands text back as bytes), so nothing is written to it."""
+
+
+def require_utf8(url: str) -> None:
+    """Refuse a PostgreSQL database that is not encoded in UTF-8, saying how to create one that is
+    (other databases store Unicode whatever their settings)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return
+    # The driver's own connection: SQLAlchemy's first connect already fails on SQL_ASCII (the
+    # server's version string comes back as bytes).
+    dialect = create_engine(url, poolclass=NullPool).dialect
+    cargs, cparams = dialect.create_connect_args(parsed)
+    conn = dialect.loaded_dbapi.connect(*cargs, **cparams)
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SHOW server_encoding")
+        value = cursor.fetchone()[0]
+    finally:
+        conn.close()
+    encoding = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+    if encoding.upper() not in ("UTF8", "UTF-8"):
+        name = '"' + (parsed.database or "idlelab").replace('"', '""') + '_utf8"'
+        raise DatabaseNotUTF8(
+            f"database {parsed.database!r} is encoded {encoding}, not UTF8, and cannot store every "
+            f"title and name: create one that is, CREATE DATABASE {name} ENCODING 'UTF8' TEMPLATE "
+            "template0, and point IDLELAB_DATABASE_URL at it"
+        )
+
+
 def upgrade_db(url: str, revision: str = "head") -> None:
-    """Apply migrations up to `revision` (the app does this on start; so does `idlelab db upgrade`)."""
+    """Apply migrations up to `revision` (the app does this on start; so does `idlelab db
+    upgrade`), once the database is known to hold Unicode (`require_utf8`)."""
     from alembic import command
 
+    require_utf8(url)
     command.upgrade(alembic_config(url), revision)
 
 

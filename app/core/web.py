@@ -1,5 +1,6 @@
 """The web layer every slice shares: Jinja templates and filters, static files and plotly.js, and
-the outermost middleware (security headers, cross-site and Host checks, body size limit)."""
+the outermost middleware (security headers, cross-site and Host checks, body size limit), and the
+405 that names every method of its path."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import hashlib
 import math
 import mimetypes
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -21,10 +22,13 @@ import orjson
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response
+from fastapi.routing import iter_route_contexts
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from markupsafe import Markup
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import errors
@@ -468,6 +472,28 @@ class Edge:
         return replay
 
 
+# --- 405: every method of the path --------------------------------------------------------------
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
+    """The methods of every route whose path matches the request's (included routers' routes
+    too). Starlette's router answers 405 from the first route whose path matches, naming only its
+    methods; a path served by a GET route and a DELETE route allows both."""
+    methods: set[str] = set()
+    for route in iter_route_contexts(routes):
+        if route.methods and route.matches(scope)[0] is not Match.NONE:
+            methods.update(route.methods)
+    return sorted(methods)
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> Response:
+    """The 405 of the app's one error shape, its `Allow` naming every method of the path."""
+    assert isinstance(exc, StarletteHTTPException)
+    allow = ", ".join(allowed_methods(request.app.router.routes, request.scope))
+    full = StarletteHTTPException(405, exc.detail, headers={**(exc.headers or {}), "Allow": allow})
+    return await request.app.exception_handlers[StarletteHTTPException](request, full)  # type: ignore[no-any-return]
+
+
 def install(
     app: FastAPI,
     *,
@@ -476,13 +502,16 @@ def install(
     routers: Iterable[APIRouter],
     body_limits: Mapping[str, int] | None = None,
 ) -> None:
-    """Include the routers (the static files' among them, read into memory now), and add `Edge`
-    last (outermost)."""
+    """Include the routers (the static files' among them, read into memory now), answer 405 with
+    every method of the path, and add `Edge` last (outermost)."""
     assets()
     routers = list(routers)
     for r in (router, *routers):
         app.include_router(r, dependencies=[Depends(check_inputs)])
     use_routes(routers)
+    # By status, so it comes before the handler of every HTTP error (`app.core.errors`'s), which
+    # then renders it.
+    app.add_exception_handler(405, method_not_allowed)
     app.add_middleware(
         Edge,
         max_body_bytes=max_body_bytes,

@@ -2,8 +2,9 @@
 `app.runs.lifecycle`, the one writer of a run's status). It implements `RunEvents`: submission
 tells it runs are queued, `?wait=true` waits on it.
 
-- The cluster is a `LocalCluster` of worker processes (one thread each) built in the background,
-  or the scheduler `IDLELAB_DASK_SCHEDULER` names; until it answers, runs wait `queued`. A worker
+- The cluster is the server's own (`OwnedCluster`: a scheduler and worker processes of one thread
+  each, in a child process that ends with this one), built in the background, or the scheduler
+  `IDLELAB_DASK_SCHEDULER` names; until it answers, runs wait `queued`. A worker
   warms the engine (numba cache) when it joins (`app.jobs.worker.WarmEngine`).
 - The writer thread claims queued runs with `UPDATE runs ... WHERE status = 'queued'` under a fresh
   claim (each attempt its own Dask key), single runs first and with a higher priority than sweep
@@ -27,7 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -40,6 +46,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.database import session_scope
 from app.core.models import FINISHED
+from app.core.settings import REPO_ROOT
 from app.jobs.worker import PROGRESS_TOPIC, RepeatAnswer, WarmEngine, one_line, run_task
 from app.runs import lifecycle, store
 from app.runs.lifecycle import ResultTooLarge
@@ -54,6 +61,8 @@ HEARTBEAT_S = 2.0
 STALE_S = 8.0
 REAP_EVERY_S = 30.0
 RECONNECT_PAUSE_S = 2.0
+# Longest wait for the server's own cluster to start its workers (a cold start imports numba).
+CLUSTER_START_S = 120.0
 # The runner's threads that hold database connections: the writer and the supervisor.
 DB_THREADS = 2
 
@@ -79,31 +88,65 @@ class Held:
         return (len(self.answers) + partial) / len(self.seeds)
 
 
-def connect(workers: int, scheduler: str = "") -> tuple[Any, Any]:
-    """(client, cluster or None): to `scheduler` if given, else to a new LocalCluster of `workers`
-    processes of one thread each."""
-    import dask
-    from distributed import Client, LocalCluster
+def connect(workers: int, scheduler: str = "") -> tuple[Any, OwnedCluster | None]:
+    """(client, cluster or None): to `scheduler` if given, else to a new cluster of `workers`
+    processes of one thread each, in a process of its own (`OwnedCluster`)."""
+    from distributed import Client
 
-    if scheduler:
+    cluster = None
+    if not scheduler:
+        cluster = OwnedCluster(workers)
+        scheduler = cluster.address
+    try:
         client = Client(scheduler, timeout="5s", set_as_default=False)
-        cluster = None
-    else:
-        # The workers' statistical profiler samples every 10 ms, on the run's own time; off.
-        with dask.config.set({"distributed.worker.profile.enabled": False}):
-            cluster = LocalCluster(
-                n_workers=workers,
-                processes=True,
-                threads_per_worker=1,
-                dashboard_address=None,
-                host="127.0.0.1",
-                # Without a dashboard the scheduler still serves /health, on 8787 unless told: a free
-                # port instead, so that two servers (or another cluster) on one machine never clash.
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            )
-        client = Client(cluster, set_as_default=False)
-    client.register_plugin(WarmEngine())
+        client.register_plugin(WarmEngine())
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
     return client, cluster
+
+
+class OwnedCluster:
+    """A Dask scheduler and its workers in a child process (`app.jobs.cluster`) that lives while
+    this process holds its standard input open: `close()` ends it, and so does this process's
+    death, whatever kills it."""
+
+    def __init__(self, workers: int, start_timeout_s: float = CLUSTER_START_S) -> None:
+        env = dict(os.environ)
+        # The cluster's workers import `app.jobs.worker` from the checkout this server runs.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO_ROOT), env.get("PYTHONPATH"))))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.jobs.cluster", str(workers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            # Out of the terminal's process group: this process says when the cluster ends.
+            start_new_session=True,
+        )
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], start_timeout_s)
+        line = self.process.stdout.readline().decode().strip() if ready else ""
+        if not line.startswith("tcp://"):
+            exited = self.process.poll()
+            self.close()
+            if exited is not None:
+                raise RuntimeError(f"the Dask cluster process exited at start (code {exited}; see its log)")
+            raise RuntimeError(f"the Dask cluster did not start within {start_timeout_s:.0f} s")
+        self.address = line
+
+    def close(self, timeout_s: float = 15.0) -> None:
+        """End the cluster: its input closed, it closes its workers; killed if it hangs."""
+        proc = self.process
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("the Dask cluster did not stop within %.0f s; killed", timeout_s)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 class JobRunner:
@@ -130,6 +173,7 @@ class JobRunner:
         self._held: dict[str, Held] = {}
         self._progress: dict[str, float] = {}
         self._stopping = threading.Event()
+        self._failed_writes = 0  # in a row: the episode `_write` logs once
         self._threads: list[threading.Thread] = []
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 
@@ -248,6 +292,9 @@ class JobRunner:
                     self._client, self._cluster = connect(self.n_workers, self.scheduler)
                     self._client.subscribe_topic(PROGRESS_TOPIC, self._on_progress)
                     log.info("Dask client ready: %s", self._client.scheduler.address)
+                    if self._stopping.is_set():  # `stop()` ran while the cluster started
+                        self._close_client()
+                        return
                 except Exception as exc:  # noqa: BLE001 - an unreachable scheduler: retry later
                     log.warning("cannot reach the Dask cluster (%s); runs wait queued", one_line(exc))
                     self._close_client()
@@ -295,12 +342,23 @@ class JobRunner:
 
     def _write(self, fn: Callable[[Session], Any]) -> Any:
         """`fn(session)` in one transaction, retried on failure (a locked database); None if it
-        never succeeded (logged)."""
+        never succeeded. Logged once per episode (a full disk fails every heartbeat until freed):
+        the first failure with its traceback, then the first success after it."""
         try:
-            return retry(lambda: _in_transaction(self.sessionmaker, fn))
-        except Exception:  # noqa: BLE001 - logged; the reaper catches a run left running
-            log.exception("database write failed")
+            result = retry(lambda: _in_transaction(self.sessionmaker, fn))
+        except Exception as exc:  # noqa: BLE001 - logged; the reaper catches a run left running
+            with self._lock:
+                self._failed_writes += 1
+                first = self._failed_writes == 1
+            if first:
+                log.exception("database writes fail (%s); said again only once they work", one_line(exc))
             return None
+        if self._failed_writes:
+            with self._lock:
+                failed, self._failed_writes = self._failed_writes, 0
+            if failed:
+                log.warning("database writes work again, after %d failed", failed)
+        return result
 
     def _writer_loop(self) -> None:
         while True:

@@ -4,15 +4,17 @@
 Loaders read through `app.runs.store`, raise `NotFound`/`InvalidInput`, and return plain data: no
 ORM object leaves this module. Stored results are spliced into answers as bytes, and parsed (with
 orjson) only when a page needs the numbers. A finished run's API answer and page are rendered once
-and served from an LRU of `run_id -> (etag, bytes)`, checked against the database only for
-existence; nothing per-request is inside (links are paths, the "compare with" list is fetched by
+and served from an LRU of `run_id -> (etag, bytes)` that learns of deletes (`watch_deletes`);
+nothing per-request is inside (links are paths, the "compare with" list is fetched by
 the page's script, `reused_from` is plain text).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,8 @@ from app.runs import store
 from engine import SimConfig, metrics
 from engine.config import config_errors
 from engine.jit import cache_is_warm
+
+log = logging.getLogger("idlelab.runs")
 
 CONFIG_LOC: tuple[str, ...] = ("body", "config")
 # Said (page and stderr) while a run waits for the engine's first compilation.
@@ -272,13 +276,42 @@ def etag_of(body: bytes) -> str:
 
 class Artifacts:
     """The whole cache: `(run_id, kind) -> (etag, bytes)` of finished runs, least recently used
-    dropped first once over `max_bytes`. Callers check the run still exists before serving."""
+    dropped first once over `max_bytes`.
+
+    A finished run never changes; it can only be deleted. A delete in this process `discard`s at
+    once; `watch_deletes` drops the runs another process deleted, once a second, and while its
+    last look is that recent (`fresh`) a hit needs no database at all. Beside the bytes it keeps
+    each cached run's note (it changes; the bytes never do): a note written here is dropped at
+    once (`forget_note`), one written elsewhere when `watch_deletes` sees its version move."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[str, str], tuple[str, bytes]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
+        # Bumped by every drop of a deleted run: an answer read before it is not kept after it.
+        self._drops = 0
+        self._fresh_until = 0.0  # monotonic time up to which every entry's run is known to exist
+        self._notes: dict[str, dict[str, Any] | None] = {}  # run id -> its note (None: it has none)
+
+    def note(self, run_id: str) -> tuple[bool, dict[str, Any] | None]:
+        """(known, the run's note): unknown until a read put it."""
+        with self._lock:
+            return run_id in self._notes, self._notes.get(run_id)
+
+    def keep_note(self, run_id: str, note: dict[str, Any] | None) -> None:
+        with self._lock:
+            if (run_id, "api") in self._entries or (run_id, "page") in self._entries:
+                self._notes[run_id] = note
+
+    def forget_note(self, *run_ids: str) -> None:
+        with self._lock:
+            for run_id in run_ids:
+                self._notes.pop(run_id, None)
+
+    def note_versions(self) -> dict[str, int | None]:
+        with self._lock:
+            return {rid: None if n is None else n["version"] for rid, n in self._notes.items()}
 
     def get(self, run_id: str, kind: str) -> tuple[str, bytes] | None:
         with self._lock:
@@ -287,22 +320,85 @@ class Artifacts:
                 self._entries.move_to_end((run_id, kind))
             return entry
 
-    def put(self, run_id: str, kind: str, body: bytes) -> tuple[str, bytes]:
+    def drops(self) -> int:
+        """Pass to `put` as `read_after`: taken before the read of what is to be kept."""
+        return self._drops
+
+    def put(self, run_id: str, kind: str, body: bytes, *, read_after: int | None = None) -> tuple[str, bytes]:
+        """Keep a finished run's answer (unless a run was dropped since `read_after`: this one may
+        have been deleted after it was read); its (etag, body) either way."""
         entry = (etag_of(body), body)
         if len(body) > self.max_bytes:
             return entry
         with self._lock:
+            if read_after is not None and read_after != self._drops:
+                return entry
             old = self._entries.pop((run_id, kind), None)
             self._size += len(body) - (len(old[1]) if old else 0)
             self._entries[(run_id, kind)] = entry
             while self._size > self.max_bytes:
-                self._size -= len(self._entries.popitem(last=False)[1][1])
+                (old_id, _), (_, old_body) = self._entries.popitem(last=False)
+                self._size -= len(old_body)
+                self._notes.pop(old_id, None)
         return entry
 
-    def discard(self, run_id: str) -> None:
+    def discard(self, *run_ids: str) -> None:
+        """Drop deleted runs' answers."""
+        gone = set(run_ids)
         with self._lock:
-            for key in [k for k in self._entries if k[0] == run_id]:
+            self._drops += 1
+            for key in [k for k in self._entries if k[0] in gone]:
                 self._size -= len(self._entries.pop(key)[1])
+            for run_id in gone:
+                self._notes.pop(run_id, None)
+
+    def run_ids(self) -> set[str]:
+        with self._lock:
+            return {run_id for run_id, _ in self._entries}
+
+    @property
+    def fresh(self) -> bool:
+        """Whether deletes are known up to less than a second ago: a hit needs no existence check."""
+        return time.monotonic() < self._fresh_until
+
+    def checked(self, at: float, valid_s: float) -> None:
+        """Every run deleted before `at` (monotonic) has been dropped; the next look is due within
+        `valid_s`."""
+        self._fresh_until = at + valid_s
+
+
+# Another process's delete is seen within this long (the change counter's poll period).
+DELETES_SEEN_WITHIN_S = 1.0
+
+
+def watch_deletes(db: Engine, artifacts: Artifacts, stopping: threading.Event) -> None:
+    """Drop the cached answers of runs deleted by any process, until `stopping`: once a second the
+    change counter is read (a primary-key read), and when it moved, which cached runs still exist
+    and which cached notes changed (a run's note write moves the counter too).
+    A look that fails leaves `artifacts` stale, so hits check the database until one succeeds."""
+    seen: int | None = None
+    failing = False
+    while True:
+        at = time.monotonic()
+        try:
+            with db.connect() as conn:
+                count = store.changes(conn)
+                if count != seen:
+                    cached = artifacts.run_ids()
+                    if gone := cached - store.existing(conn, cached):
+                        artifacts.discard(*gone)
+                    kept = artifacts.note_versions()
+                    now = store.note_versions(conn, kept)
+                    artifacts.forget_note(*(rid for rid, v in kept.items() if now.get(rid) != v))
+                    seen = count
+            artifacts.checked(at, DELETES_SEEN_WITHIN_S)
+            failing = False
+        except Exception:  # noqa: BLE001 - an unreachable database: hits check for themselves
+            if not failing:  # once per episode, not a traceback a second
+                log.warning("cannot read the runs' change counter; reads check the database", exc_info=True)
+            failing = True
+        if stopping.wait(max(0.0, at + DELETES_SEEN_WITHIN_S - time.monotonic())):
+            return
 
 
 # How the run page shows a unit: latencies in us (as wult and intel_idle write them), shares in %.
@@ -387,12 +483,23 @@ _ID_AND_NOTE = (
 )
 
 
+def _note_of_row(row: Any) -> dict[str, Any] | None:
+    if row.note_text is None:
+        return None
+    return {"text": row.note_text, "version": row.note_version, "updated_at": row.note_updated_at.isoformat()}
+
+
 def id_and_note(conn: Connection, run_id: str) -> tuple[bool, dict[str, Any] | None]:
     """(the run exists, its note as `GET /api/runs/{id}` shows it or None)."""
     row = conn.execute(_ID_AND_NOTE, {"run_id": run_id}).first()
     if row is None or row.text is None:
         return row is not None, None
     return True, {"text": row.text, "version": row.version, "updated_at": row.updated_at.isoformat()}
+
+
+def _note_of(db: Engine, run_id: str) -> tuple[bool, dict[str, Any] | None]:
+    with db.connect() as conn:
+        return id_and_note(conn, run_id)
 
 
 def beside_note(body: bytes, note: dict[str, Any] | None) -> bytes:
@@ -410,34 +517,55 @@ def note_etag(etag: str, note: dict[str, Any] | None) -> str:
 
 async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str, kind: str) -> Response:
     """A run's API answer (`kind="api"`, its note put beside the stored bytes) or page (`"page"`):
-    a finished run's from the LRU while the run exists, else read from its row (and kept if
-    finished). The reads (two primary-key reads at most) and a page to render run in the
-    threadpool, never on the event loop. ETag and 304 for revalidation; `no-cache`, so a deleted
-    run is a 404 at once."""
+    a finished run's from the LRU, on the event loop with no database call while `artifacts` is
+    fresh (and knows the run's note), else read from its row (and kept if finished). Reads (one
+    primary-key read for the answer and its note, two at most for a page) and a page to render run
+    in the threadpool, never on the event loop. ETag (covering the note) and 304 for revalidation;
+    `no-cache`, so a deleted run is a 404 as soon as the LRU knows."""
     answer, media_type = ANSWERS[kind]
     entry = artifacts.get(run_id, kind)
+    if entry is None or not artifacts.fresh:
+        read_after = artifacts.drops()
 
-    def read() -> tuple[bool, tuple[str, bytes] | None, dict[str, Any] | None]:
-        with db.connect() as conn:
-            note = None
-            if kind == "api":
-                found, note = id_and_note(conn, run_id)
+        def read() -> tuple[bool, tuple[str, bytes] | None, dict[str, Any] | None]:
+            with db.connect() as conn:
+                note = None
+                if entry is not None:  # a hit while deletes are not known: exists? (and its note)
+                    if kind == "api":
+                        found, note = id_and_note(conn, run_id)
+                    else:
+                        found = store.exists(conn, run_id)
+                    if found:
+                        return True, None, note
+                if kind == "api":  # the answer and its note in one read
+                    row = store.get_row_and_note(conn, run_id)
+                    if row is None:
+                        return False, None, None
+                    return False, (row.status, run_view(row._mapping).to_json()), _note_of_row(row)
+                made = answer(conn, run_id)
+            if made is None:
+                return False, None, None
+            status, body = made
+            return False, (status, render_page(body) if isinstance(body, RunView) else body), note
+
+        cached, made, note = await run_in_threadpool(read)
+        if not cached:
+            if made is None:
+                raise NotFound(f"run {run_id!r} not found")
+            status, body = made
+            if status in FINISHED:
+                entry = artifacts.put(run_id, kind, body, read_after=read_after)
             else:
-                found = entry is not None and store.exists(conn, run_id)
-            if entry is not None and found:
-                return True, None, note
-            made = answer(conn, run_id)
-        if made is None:
-            return False, None, None
-        status, body = made
-        return False, (status, render_page(body) if isinstance(body, RunView) else body), note
-
-    cached, made, note = await run_in_threadpool(read)
-    if not cached:
-        if made is None:
-            raise NotFound(f"run {run_id!r} not found")
-        status, body = made
-        entry = artifacts.put(run_id, kind, body) if status in FINISHED else (etag_of(body), body)
+                entry = (etag_of(body), body)
+        if kind == "api":
+            artifacts.keep_note(run_id, note)
+    elif kind == "api":
+        known, note = artifacts.note(run_id)
+        if not known:  # kept by a page read, or dropped on a change: one primary-key read
+            found, note = await run_in_threadpool(_note_of, db, run_id)
+            if not found:
+                raise NotFound(f"run {run_id!r} not found")
+            artifacts.keep_note(run_id, note)
     assert entry is not None
     etag, body = entry
     if kind == "api":

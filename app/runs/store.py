@@ -4,7 +4,7 @@ written only by `app.runs.lifecycle`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
 
-from app.core.models import LIST_COLUMNS, SORTABLE_COLUMNS, Run, RunChanges, Runner, UTCDateTime, utcnow
+from app.core.models import LIST_COLUMNS, SORTABLE_COLUMNS, Note, Run, RunChanges, Runner, UTCDateTime, utcnow
 
 _LIST_COLS = [getattr(Run, c) for c in LIST_COLUMNS]
 # A list page reads its times as stored (naive UTC on SQLite): `views.RunListView.to_json` writes
@@ -48,17 +48,26 @@ def changes(db: Session | Connection) -> int:
 
 
 # One rule instead of a call in every write path (and none a new path could forget): any ORM
-# insert, update or delete of runs bumps the counter in the same transaction.
+# insert, update or delete of runs that changed a row (or of a run's note, which the cached
+# answers carry) bumps the counter in the same transaction.
+# An UPDATE matching nothing (the heartbeat's requeue of runs nobody lost) leaves caches be.
 @event.listens_for(Session, "do_orm_execute")
-def _bump_on_write(state: ORMExecuteState) -> None:
-    if (state.is_update or state.is_delete) and state.bind_mapper is not None:
-        if state.bind_mapper.class_ is Run:
-            state.session.connection().execute(_BUMP)
+def _bump_on_write(state: ORMExecuteState) -> Any:
+    if not (state.is_update or state.is_delete) or state.bind_mapper is None:
+        return None
+    if state.bind_mapper.class_ is not Run:
+        return None
+    result = state.invoke_statement()
+    # A statement with RETURNING reports its count only once read: counted as a change.
+    if result.returns_rows or result.rowcount != 0:  # type: ignore[attr-defined]
+        state.session.connection().execute(_BUMP)
+    return result
 
 
 @event.listens_for(Session, "before_flush")
 def _bump_on_add(session: Session, flush_context: UOWTransaction, instances: object) -> None:
-    if any(isinstance(obj, Run) for obj in (*session.new, *session.dirty, *session.deleted)):
+    changed = (*session.new, *session.deleted, *(o for o in session.dirty if session.is_modified(o)))
+    if any(isinstance(obj, Run) or (isinstance(obj, Note) and obj.kind == "runs") for obj in changed):
         session.connection().execute(_BUMP)
 
 
@@ -87,12 +96,24 @@ def get_run(session: Session, run_id: str) -> Run | None:
 _STORED = (Run.config, Run.result, Run.repeats, Run.summary_stats)
 _ROW = select(*_LIST_COLS, *_STORED).where(Run.id == bindparam("run_id"))
 _PAGE = select(Run.status, Run.page, Run.page_version).where(Run.id == bindparam("run_id"))
+# The same with the run's note beside it (the answer of GET /api/runs/{id} in one read).
+_ROW_AND_NOTE = (
+    select(*_LIST_COLS, *_STORED, Note.text.label("note_text"), Note.version.label("note_version"),
+           Note.updated_at.label("note_updated_at"))
+    .outerjoin(Note, (Note.kind == "runs") & (Note.target_id == Run.id))
+    .where(Run.id == bindparam("run_id"))
+)  # fmt: skip
 
 
 def get_row(db: Session | Connection, run_id: str) -> Row[Any] | None:
     """A run's list columns, config and result, no ORM objects."""
     conn = db.connection() if isinstance(db, Session) else db
     return conn.execute(_ROW, {"run_id": run_id}).first()
+
+
+def get_row_and_note(db: Connection, run_id: str) -> Row[Any] | None:
+    """`get_row`'s columns and the run's note (`note_text`, `note_version`, `note_updated_at`)."""
+    return db.execute(_ROW_AND_NOTE, {"run_id": run_id}).first()
 
 
 def get_page(db: Connection, run_id: str) -> Row[Any] | None:
@@ -106,6 +127,31 @@ _EXISTS = select(Run.id).where(Run.id == bindparam("run_id"))
 def exists(db: Session | Connection, run_id: str) -> bool:
     conn = db.connection() if isinstance(db, Session) else db
     return conn.execute(_EXISTS, {"run_id": run_id}).first() is not None
+
+
+# Ids per existence query: far below every database's bound-parameter limit.
+_EXISTING_CHUNK = 500
+
+
+def note_versions(db: Connection, run_ids: Iterable[str]) -> dict[str, int]:
+    """The version of each of these runs' notes (runs without a note left out)."""
+    ids = list(run_ids)
+    out: dict[str, int] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        stmt = select(Note.target_id, Note.version).where(Note.kind == "runs", Note.target_id.in_(chunk))
+        out.update({row.target_id: row.version for row in db.execute(stmt)})
+    return out
+
+
+def existing(db: Connection, run_ids: Iterable[str]) -> set[str]:
+    """Which of `run_ids` are still stored."""
+    ids = sorted(run_ids)
+    found: set[str] = set()
+    for i in range(0, len(ids), _EXISTING_CHUNK):
+        chunk = ids[i : i + _EXISTING_CHUNK]
+        found.update(db.execute(select(Run.id).where(Run.id.in_(chunk))).scalars())
+    return found
 
 
 def get_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:

@@ -1,5 +1,6 @@
 """Runs and sweeps on real Dask clusters: a scheduler and two workers started here (one killed
-with SIGKILL mid-sweep), the server's own LocalCluster, and a scheduler that is not there yet."""
+with SIGKILL mid-sweep), the server's own cluster (outside the web process, ending with it), and
+a scheduler that is not there yet."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 from sqlalchemy import select
 
@@ -188,3 +190,40 @@ def test_a_lost_scheduler_sends_its_runs_back_to_the_queue(
         dask_cluster.start_worker()
         sweep = _wait_sweep(client, sweep_id, lambda s: s["status"] not in ("queued", "running"))
     _assert_every_point_done_once(sweep, db_url)
+
+
+def _listening_ports(proc: psutil.Process) -> set[int]:
+    return {c.laddr.port for c in proc.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+
+
+def _own_cluster(server: Any) -> tuple[psutil.Process, list[psutil.Process]]:
+    """The web process, checked to run no scheduler, and its cluster's processes."""
+    with httpx.Client(base_url=server.url, timeout=120.0) as client:
+        # A seed of its own: a result reused from an earlier server would need no cluster.
+        config = {"duration_ms": 50, "seed": server.port}
+        done = client.post("/api/runs?wait=true", json={"config": config}).json()
+        assert done["status"] == "done" and done["reused_from"] is None  # the cluster computed it
+    web = psutil.Process(server.proc.pid)
+    cluster = web.children(recursive=True)
+    (owner,) = [p for p in cluster if "app.jobs.cluster" in p.cmdline()]
+    # A scheduler listens: the web process listens on its HTTP port only, the cluster on the rest.
+    assert _listening_ports(web) == {server.port}
+    assert _listening_ports(owner)
+    return web, cluster
+
+
+@pytest.mark.slow
+def test_the_own_cluster_runs_outside_the_web_process_and_never_outlives_it(server_factory: Any) -> None:
+    server = server_factory(workers=1).start()
+    _, cluster = _own_cluster(server)
+    server.proc.send_signal(signal.SIGTERM)  # a shutdown
+    server.proc.wait(60)
+    _, alive = psutil.wait_procs(cluster, timeout=30)
+    assert alive == []
+
+    server = server_factory(workers=1).start()
+    web, cluster = _own_cluster(server)
+    web.kill()  # a crash: SIGKILL to the web process alone, no shutdown hook runs
+    server.proc.wait(60)
+    _, alive = psutil.wait_procs(cluster, timeout=30)
+    assert alive == [], [p.cmdline() for p in alive]

@@ -3,9 +3,11 @@ claims: a result is recorded once, under the claim it was computed for."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -193,6 +195,45 @@ def test_a_result_that_cannot_be_written_fails_the_run_with_the_reason(
     with session_scope(factory) as session:
         run = session.get(Run, run_id)
         assert run.status == "failed" and "database or disk is full" in run.error
+
+
+def test_a_full_disk_is_logged_once_per_episode_not_per_heartbeat(
+    running_run: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import app.jobs.runner
+
+    runner, _, _ = running_run
+    real_transaction = app.jobs.runner._in_transaction
+    full = True
+
+    def transaction(*args: Any) -> Any:
+        if full:
+            raise OperationalError("UPDATE runners ...", {}, Exception("database or disk is full"))
+        return real_transaction(*args)
+
+    monkeypatch.setattr(app.jobs.runner, "_in_transaction", transaction)
+    monkeypatch.setattr(app.jobs.runner.time, "sleep", lambda s: None)
+
+    def heartbeats(n: int) -> None:  # what the supervisor writes every beat
+        for _ in range(n):
+            runner._write(lambda s: store.heartbeat(s, runner.id, datetime.now(UTC)))
+            runner.recover(unclaimed=False)
+
+    caplog.set_level(logging.INFO, logger="idlelab.jobs")
+    heartbeats(10)
+    failed = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert "database or disk is full" in failed[0].getMessage()
+
+    caplog.clear()
+    full = False  # space freed
+    heartbeats(3)
+    assert [r.getMessage() for r in caplog.records] == ["database writes work again, after 20 failed"]
+
+    caplog.clear()
+    full = True  # a new episode is said again, once
+    heartbeats(5)
+    assert len([r for r in caplog.records if r.exc_info is not None]) == 1
 
 
 def test_a_result_over_the_size_limit_fails_the_run_at_once(running_run: Any) -> None:
