@@ -4,7 +4,7 @@ fits (machines' twins)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,11 +23,13 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     case,
+    delete,
     func,
     literal,
     select,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
+from sqlalchemy.sql.dml import Delete
 
 from engine import metrics
 
@@ -276,6 +278,12 @@ class Note(Base):
     text: Mapped[str] = mapped_column(Text)
     version: Mapped[int] = mapped_column(Integer, default=1)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    @classmethod
+    def about(cls, kind: str, target_ids: Sequence[str]) -> Delete:
+        """The delete of these targets' notes, which every delete of a target runs with it (a
+        note outlives nothing it is about)."""
+        return delete(cls).where(cls.kind == kind, cls.target_id.in_(list(target_ids)))
 
 
 class Runner(Base):

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Row, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.core.models import CustomPlatform, Fit, Run, utcnow
+from app.core.models import CustomPlatform, Fit, Note, Run, utcnow
 
 
 def get_fit(session: Session, fit_id: str) -> Fit | None:
@@ -111,6 +111,7 @@ def add_whatif(session: Session, fit_id: str, whatifs: str) -> None:
 
 def delete_fit(session: Session, fit_id: str) -> None:
     session.execute(delete(Fit).where(Fit.id == fit_id))
+    session.execute(Note.about("fits", [fit_id]))
 
 
 def runs_status_and_result(session: Session, run_ids: Sequence[str]) -> dict[str, tuple[str, bytes | None]]:

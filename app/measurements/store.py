@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.core.models import Measurement, utcnow
+from app.core.models import Measurement, Note, utcnow
 from app.core.tokens import new_id, new_token
 
 
@@ -47,3 +47,4 @@ def existing_ids(session: Session, ids: list[str]) -> set[str]:
 
 def delete_measurement(session: Session, measurement_id: str) -> None:
     session.execute(delete(Measurement).where(Measurement.id == measurement_id))
+    session.execute(Note.about("measurements", [measurement_id]))

@@ -217,6 +217,7 @@ def list_runs(
 
 def delete_run(session: Session, run_id: str) -> None:
     session.execute(delete(Run).where(Run.id == run_id))
+    session.execute(Note.about("runs", [run_id]))
 
 
 # --- the job runner's reads -----------------------------------------------------------------------

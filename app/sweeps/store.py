@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Row, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.core.models import RESULT_SUMMARY_COLUMNS, Run, Sweep
+from app.core.models import RESULT_SUMMARY_COLUMNS, Note, Run, Sweep
 
 _POINT_COLS = (
     [Run.id, Run.sweep_index, Run.status, Run.progress, Run.error, Run.wall_s]
@@ -58,6 +58,8 @@ def delete_sweep(session: Session, sweep_id: str) -> list[str]:
     ids = list(session.scalars(select(Run.id).where(Run.sweep_id == sweep_id)))
     session.execute(delete(Run).where(Run.sweep_id == sweep_id))
     session.execute(delete(Sweep).where(Sweep.id == sweep_id))
+    session.execute(Note.about("runs", ids))
+    session.execute(Note.about("sweeps", [sweep_id]))
     return ids
 
 
