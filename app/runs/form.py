@@ -74,6 +74,10 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                 FormField("platform", "Platform", "select", options=[(p, p) for p in platform_names]),
                 FormField("duration_ms", "Simulated time", "float", "ms"),
                 FormField("seed", "Seed", "int", hint="Same config and seed, same result."),
+                FormField(
+                    "repeats", "Repeats", "int",
+                    hint="1 to 50 (blank: 1): seeds derived from the seed; compare gives verdicts from 3.",
+                ),  # fmt: skip
                 FormField("unlisted", "Unlisted (only the link finds it)", "bool"),
             ],
         ),

@@ -201,6 +201,7 @@ function collect() {
   const config = { wakeups: { timers: [] }, states: { disabled: [], irq_enable: {} }, power: { state_watts: {} } };
   let title = "";
   let unlisted = false;
+  let repeats;
   for (const input of form.querySelectorAll("[data-path]")) {
     if (input.closest("template")) continue;
     const value = parseInput(input);
@@ -208,12 +209,13 @@ function collect() {
     const path = input.dataset.path;
     if (path === "title") title = value;
     else if (path === "unlisted") unlisted = value;
+    else if (path === "repeats") repeats = value;
     else setPath(config, path, value);
   }
   for (const box of form.querySelectorAll('[data-list="states.disabled"]')) {
     if (box.checked) config.states.disabled.push(box.value);
   }
-  return { config, title, unlisted };
+  return { config, title, unlisted, repeats };
 }
 
 // ---- errors --------------------------------------------------------------------------------
@@ -269,9 +271,10 @@ form.addEventListener("submit", async (event) => {
   clearErrors();
   const button = form.querySelector('button[type="submit"]');
   button.disabled = true;
-  const { config, title, unlisted } = collect();
+  const { config, title, unlisted, repeats } = collect();
   const body = { config, title };
   if (unlisted) body.unlisted = true;
+  if (repeats !== undefined) body.repeats = repeats;
   try {
     const response = await fetch(form.dataset.api, {
       method: "POST",

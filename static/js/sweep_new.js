@@ -48,6 +48,8 @@ form.addEventListener("submit", async (event) => {
     return;
   }
   const body = { title: form.elements.title.value, base, axes: readAxes(), unlisted: form.elements.unlisted.checked };
+  const repeats = Number(form.elements.repeats.value || 1);
+  if (repeats !== 1) body.repeats = repeats;
   const response = await fetch("/api/sweeps", {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "application/json" },

@@ -266,3 +266,26 @@ def test_docs_render_offline_under_the_csp(new_tab: Any, live_server: str) -> No
     assert page.locator(".opblock-summary-path", has_text="/api/runs").count() >= 1
     assert not outside, outside
     tab.screenshot("docs")
+
+
+def test_the_form_runs_repeats_and_places_their_422(new_tab: Any, api: httpx.Client) -> None:
+    tab = new_tab()
+    page = tab.page
+    page.goto("/runs/new")
+    page.wait_for_selector("form[data-ready='true']")
+    fill_small_form(page, "three seeds")
+    page.fill("[data-path='seed']", str(time.time_ns() % 1_000_000_007))
+    page.fill("[data-path='repeats']", "51")
+    page.get_by_role("button", name="Start run").click()
+    error = page.locator("[data-error-for='repeats']")
+    error.wait_for(state="visible")
+    assert "50" in error.inner_text() and page.url.endswith("/runs/new")
+    page.fill("[data-path='repeats']", "3")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_url(lambda url: RUN_URL.search(url) is not None and not url.endswith("/runs/new"))
+    run_id = page.url.rsplit("/", 1)[1]
+    deadline = time.monotonic() + 120
+    while (run := api.get(f"/api/runs/{run_id}").json())["status"] not in ("done", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert run["status"] == "done" and len(run["repeats"]) == 3

@@ -26,6 +26,7 @@ def test_a_sweep_from_the_form_to_its_charts(new_tab: Any) -> None:
     page.get_by_role("button", name="Start the sweep").click()
     page.wait_for_selector("#sweep-errors:has-text('axes.0.path')")
     rows.nth(0).locator("[name='path']").fill("governor.name")
+    page.fill("input[name='repeats']", "2")
     page.fill("input[name='title']", "browser sweep")
     tab.screenshot("sweep-new")
     page.get_by_role("button", name="Start the sweep").click()
@@ -33,6 +34,8 @@ def test_a_sweep_from_the_form_to_its_charts(new_tab: Any) -> None:
     tab.wait_charts()  # the page reloads once every point is finished
     assert page.locator("#chart-sweep_metric .trace").count() == 3  # a line per governor
     assert page.locator("#sweep-points tbody tr").count() == 6
+    assert page.locator("#sweep-repeats").inner_text() == "2 repeats"  # error bars: ± per point
+    assert page.locator("#sweep-points [data-stddev]").count() > 0
     tab.screenshot("sweep")
 
     # Sorting by "#" descending puts the last point first.
