@@ -45,8 +45,10 @@ def sysfs_dump(counters: np.ndarray, packages: list[int]) -> str:
 
 
 # A known load from the twin's own vocabulary (engine.twin.model's parameters, logs as searched),
-# near what sklep0 fits to: 4 CPUs of 16 with more and denser bursts (C1-heavy, like sklep0's
-# interrupt-affine CPUs), the others quieter.
+# at the engine's default HZ (1000): 4 CPUs of 16 (a class of their own) with a lower quiet rate
+# and fewer, smaller bursts (0.9 per second of 17 wake-ups at 40,000/s) than the other 12 (1.5 per
+# second of 30 at 60,000/s); shared follow-ups (p 0.43 after 250 us), 2.2 us of run time per
+# wake-up and a 234 ms hrtimer.
 KNOWN = [0.43, 2.4, 1.28, 0.35, 5.37] + [-0.4, -0.06, 1.23, 4.6] + [0.7, 0.18, 1.48, 4.78]
 KNOWN_CLASSES = [0] * 4 + [1] * 12
 
@@ -57,7 +59,7 @@ def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCoun
         "seed": seed,
         "duration_ms": duration_ms,
         "topology": {"sockets": 1, "cores_per_socket": 8, "threads_per_core": 2},
-        "wakeups": quiet_wakeups(250),
+        "wakeups": quiet_wakeups(1000),
         "output": {"timeline_cpus": 0},
     }
     base["wakeups"] = {**base["wakeups"], "load": LoadMap(2).load(KNOWN, KNOWN_CLASSES)}
@@ -65,20 +67,20 @@ def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCoun
     return MachineCounters.from_dump(parse_dump(sysfs_dump(np.round(counters), [0] * 16)))
 
 
+# What the counters cannot separate (fits of this load with other seeds land on different values
+# with the same figures): the follow-ups (probability, delay, spread) against a class's events per
+# burst, since both make clusters of short stays the governor cannot foresee; and the quiet rate
+# against the hrtimer period, since both make long stays (the timer's visibility to the governor
+# shows only in the above ratio of the deepest state, which both move). The burst rate, how often
+# bursts come, and the run time per wake-up are pinned down. docs/twins.md says the same.
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="the known load was chosen under the tick model before tick_nohz_idle_exit() restarted a "
-    "stopped tick and hrtimers stopped keeping it; under the fixed model the fit misses C1's entry "
-    "share and the entry rate: the load map needs refitting (an open point of the twin)",
-    strict=True,
-)
 def test_a_fit_recovers_a_known_load_within_the_goal() -> None:
     measured = _known_machine()
-    fit = fit_twin(measured, platform="skx", seed=3, budget=1200, cpus=12)
+    fit = fit_twin(measured, platform="skx", seed=3, budget=3000, cpus=12)
     # Judged as the goal says: the fitted load re-run on the whole machine with an unused seed.
     assert fit.misses == [], [m.model_dump() for m in fit.misses]
     assert fit.goal_met and fit.check_seed not in (3, 99)
-    assert fit.evaluations <= 1201 and fit.history[-1].best_distance <= fit.history[0].best_distance
+    assert fit.evaluations <= 3001 and fit.history[-1].best_distance <= fit.history[0].best_distance
     assert sorted(fit.cross_validation.fit_cpus + fit.cross_validation.test_cpus) == list(range(16))
     # The CPUs it never saw are predicted about as well as those it fitted.
     cv = fit.cross_validation
@@ -143,7 +145,7 @@ def test_config_for_puts_each_class_on_its_cpus() -> None:
     problem = Problem(
         base={
             "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
-            "wakeups": quiet_wakeups(250),
+            "wakeups": quiet_wakeups(1000),
         },
         classes=(1, 0, 0, 1),
         n_classes=2,
