@@ -82,7 +82,7 @@ def load_machine(name: str) -> tuple[SysfsDump, MachineCounters, dict[str, Any]]
 
 def fit_machine(
     name: str, budget: int, seed: int, map_fn: Map | None
-) -> tuple[float, FitResult, list[Unfit]]:  # noqa: E501
+) -> tuple[float, FitResult, list[Unfit]]:
     _, measured, options = load_machine(name)
     t0 = time.perf_counter()
     fit = fit_twin(measured, seed=seed, budget=budget, map=map_fn, **options)

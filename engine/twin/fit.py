@@ -217,13 +217,17 @@ class Problem(NamedTuple):
     class_terms: tuple[tuple[Term, ...], ...]  # per class
     class_weights: tuple[float, ...]  # per class: its share of the machine's CPUs
     machine_terms: tuple[Term, ...] = ()  # the CPUs' figures all together
+    class_rates_hz: tuple[float, ...] = ()  # per class, the whole machine's entries per idle second
+
+    def load_map(self) -> LoadMap:
+        return LoadMap(self.n_classes, self.class_rates_hz or None)
 
 
 def config_for(problem: Problem, x: Sequence[float]) -> SimConfig:
     """The SimConfig of parameter vector x on the problem's CPUs."""
     data = dict(problem.base)
     wakeups = dict(data["wakeups"])
-    wakeups["load"] = LoadMap(problem.n_classes).load(x, problem.classes)
+    wakeups["load"] = problem.load_map().load(x, problem.classes)
     data["wakeups"] = wakeups
     return SimConfig.model_validate(data)
 
@@ -267,7 +271,7 @@ def evaluate(problem: Problem, x: Sequence[float]) -> float:
     back, and a wild corner of the box costs no time)."""
     worst = 0.0
     present = sorted(set(problem.classes))  # classes without CPUs have no load
-    for load, k in zip(LoadMap(problem.n_classes).load(x, problem.classes), present, strict=True):
+    for load, k in zip(problem.load_map().load(x, problem.classes), present, strict=True):
         rate = next((t.measured for t in problem.class_terms[k] if t.figure == "entries_per_idle_s"), None)
         if rate is None:
             continue
@@ -372,7 +376,10 @@ def fit_twin(
         return tuple(out)
 
     rate = figures(counters, names).entries_per_idle_s
-    fastest = max(figures(counters[:, classes_all == k], names).entries_per_idle_s for k in range(n_classes))
+    class_rates = tuple(
+        figures(counters[:, classes_all == k], names).entries_per_idle_s for k in range(n_classes)
+    )
+    fastest = max(class_rates)
     # A run's CPU-seconds within SimConfig's event limit, for any load evaluate() simulates (the
     # limit counts every tick and up to RATE_SPAN times the fastest class's measured rate).
     max_cpu_s = 0.9 * MAX_EXPECTED_EVENTS / (3.0 * (hz + RATE_SPAN * fastest))
@@ -407,11 +414,12 @@ def fit_twin(
             class_terms=class_terms(pos),
             class_weights=weights,
             machine_terms=tuple(objective_terms(figures(counters[:, list(pos), :], names), disabled)),
+            class_rates_hz=class_rates,
         )
         return problem, repeats
 
     problem, _ = problem_for(sample, seed, EVAL_ENTRIES, whole=False)
-    load_map = LoadMap(n_classes)
+    load_map = problem.load_map()
     n_params = len(load_map.params)
     population = int(min(max(round(math.sqrt(budget) * 1.1), 20), 15 * n_params))
     popsize = max(1, math.ceil(population / n_params))

@@ -13,7 +13,7 @@ from app.platforms.sysfs import parse_dump
 from engine import SimConfig, load_platform
 from engine.twin import CounterError, MachineCounters, fit_twin
 from engine.twin.fit import builtins_map, config_for, evaluate, simulated_counters
-from engine.twin.model import LoadMap, quiet_wakeups
+from engine.twin.model import quiet_wakeups
 
 SKX = load_platform("skx")
 
@@ -44,13 +44,41 @@ def sysfs_dump(counters: np.ndarray, packages: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# A known load from the twin's own vocabulary (engine.twin.model's parameters, logs as searched),
-# at the engine's default HZ (1000): 4 CPUs of 16 (a class of their own) with a lower quiet rate
-# and fewer, smaller bursts (0.9 per second of 17 wake-ups at 40,000/s) than the other 12 (1.5 per
-# second of 30 at 60,000/s); shared follow-ups (p 0.43 after 250 us), 2.2 us of run time per
-# wake-up and a 234 ms hrtimer.
-KNOWN = [0.43, 2.4, 1.28, 0.35, 5.37] + [-0.4, -0.06, 1.23, 4.6] + [0.7, 0.18, 1.48, 4.78]
-KNOWN_CLASSES = [0] * 4 + [1] * 12
+# A known load in the load vocabulary (engine.config.LoadClass), at the engine's default HZ (1000):
+# 4 CPUs of 16 (a class of their own) with a lower quiet rate and fewer, smaller bursts (0.9 per
+# second of 17 wake-ups at 40,000/s) than the other 12 (1.5 per second of 30 at 60,000/s); both
+# with follow-ups (p 0.43 after 57 us to 1.1 ms), 2.2 us of run time per wake-up, a 234 ms hrtimer
+# and a 2 s timer-wheel timer.
+_SHARED: dict[str, Any] = {
+    "timers": [
+        {"kind": "timer_wheel", "period_us": 2_000_000.0, "jitter": 0.1},
+        {"kind": "hrtimer", "period_us": 234_423.0, "jitter": 0.1},
+    ],
+    "follow_ups": {"probability": 0.43, "delay_min_us": 57.5, "delay_max_us": 1097.0},
+    "run_time": {"median_us": 2.24, "sigma": 1.0},
+}
+KNOWN_LOAD = [
+    {
+        **_SHARED,
+        "cpus": [0, 1, 2, 3],
+        "bursts": {
+            "quiet_rate_hz": 0.4,
+            "burst_rate_hz": 39_811.0,
+            "burst_mean_us": 427.0,
+            "quiet_mean_ms": 1148.0,
+        },
+    },
+    {
+        **_SHARED,
+        "cpus": list(range(4, 16)),
+        "bursts": {
+            "quiet_rate_hz": 5.0,
+            "burst_rate_hz": 60_256.0,
+            "burst_mean_us": 501.0,
+            "quiet_mean_ms": 660.0,
+        },
+    },
+]
 
 
 def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCounters:
@@ -62,7 +90,7 @@ def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCoun
         "wakeups": quiet_wakeups(1000),
         "output": {"timeline_cpus": 0},
     }
-    base["wakeups"] = {**base["wakeups"], "load": LoadMap(2).load(KNOWN, KNOWN_CLASSES)}
+    base["wakeups"] = {**base["wakeups"], "load": KNOWN_LOAD}
     counters = simulated_counters(SimConfig.model_validate(base))
     return MachineCounters.from_dump(parse_dump(sysfs_dump(np.round(counters), [0] * 16)))
 
@@ -139,7 +167,7 @@ def test_bad_input_is_refused_with_the_reason() -> None:
         fit_twin(empty)
 
 
-def test_config_for_puts_each_class_on_its_cpus() -> None:
+def test_config_for_puts_each_class_on_its_cpus_at_its_measured_rate() -> None:
     from engine.twin.fit import Problem
 
     problem = Problem(
@@ -152,11 +180,23 @@ def test_config_for_puts_each_class_on_its_cpus() -> None:
         state_names=("POLL", "C1", "C1E", "C6"),
         class_terms=((), ()),
         class_weights=(0.5, 0.5),
+        class_rates_hz=(20.0, 100.0),
     )
-    cfg = config_for(problem, KNOWN)
+    # Shared: p 0.5, 100 us delays, spread 10, 10 us runs, a 100 ms hrtimer. Class 0: 2x its rate,
+    # 40% of the chain starts in bursts of 10 at 10,000/s; class 1: its rate, no bursts.
+    x = [0.5, 2.0, 1.0, 1.0, 5.0] + [np.log10(2.0), 0.4, 1.0, 4.0] + [0.0, 0.0, 1.0, 4.0]
+    cfg = config_for(problem, x)
     assert [c.cpus for c in cfg.wakeups.load] == [[1, 2], [0, 3]]
-    bursts = cfg.wakeups.load[0].bursts  # class 0: rate 10^4.6 /s, 10^1.23 a burst, 10^-0.06 bursts/s
-    assert bursts is not None and bursts.burst_rate_hz == pytest.approx(10**4.6)
-    assert bursts.burst_mean_us == pytest.approx(1e6 * 10**1.23 / 10**4.6)
-    assert bursts.quiet_mean_ms == pytest.approx(1e3 / 10**-0.06)
-    assert evaluate(problem, KNOWN) == 10.0  # no measured figures to match: the objective's floor
+    zero, one = cfg.wakeups.load
+    # Class 0: 40 wake-ups/s; chains start at 20/s: 10.5/s of timers (the hrtimer's 10, the wheel's
+    # 0.5), so 9.5/s invisible; 3.8/s in bursts (0.38 bursts/s of 10, each 1 ms), 5.7/s quiet.
+    assert zero.expected_rate_hz() == pytest.approx(40.0)
+    b = zero.bursts
+    assert (
+        b is not None and b.burst_rate_hz == pytest.approx(1e4) and b.burst_mean_us == pytest.approx(1000.0)
+    )
+    assert b.quiet_mean_ms == pytest.approx(1e3 / 0.38 - 1.0)
+    assert b.quiet_rate_hz == pytest.approx(5.7 / (1 - 0.38e-3))
+    assert one.expected_rate_hz() == pytest.approx(100.0)
+    assert one.bursts is not None and one.bursts.quiet_rate_hz == pytest.approx(39.5)
+    assert evaluate(problem, x) == 10.0  # no measured figures to match: the objective's floor
