@@ -200,3 +200,47 @@ def test_config_for_puts_each_class_on_its_cpus_at_its_measured_rate() -> None:
     assert one.expected_rate_hz() == pytest.approx(100.0)
     assert one.bursts is not None and one.bursts.quiet_rate_hz == pytest.approx(39.5)
     assert evaluate(problem, x) == 10.0  # no measured figures to match: the objective's floor
+
+
+def test_a_worker_task_unpickles_and_runs_importing_only_the_engine(tmp_path: Any) -> None:
+    # The task a fit sends to a Dask worker: evaluate_batch on the problem, pickled. Run in a fresh
+    # interpreter, it must need nothing beyond `engine` (no app, web, database or Dask; SciPy is
+    # numba's own import, so it is not checked).
+    import functools
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from engine.twin.fit import Problem, evaluate_batch
+    from tests.conftest import this_checkout
+
+    problem = Problem(
+        base={
+            "duration_ms": 200.0,
+            "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
+            "wakeups": quiet_wakeups(1000),
+        },
+        classes=(0, 0),
+        n_classes=1,
+        state_names=("POLL", "C1", "C1E", "C6"),
+        class_terms=((),),
+        class_weights=(1.0,),
+        class_rates_hz=(20.0,),
+    )
+    x = [0.5, 2.0, 1.0, 1.0, 5.0, 0.0, 0.5, 1.0, 4.0]
+    task = tmp_path / "task.pickle"
+    task.write_bytes(pickle.dumps((functools.partial(evaluate_batch, problem), [x, x])))
+    code = (
+        "import pickle, sys; fn, xs = pickle.load(open(sys.argv[1], 'rb')); print(fn(xs)); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('app', 'fastapi', 'sqlalchemy', 'distributed')); assert not bad, bad"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(task)],
+        env=this_checkout(dict(os.environ)),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(evaluate_batch(problem, [x, x]))
