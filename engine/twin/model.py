@@ -77,11 +77,9 @@ class LoadMap:
         delay = v["follow_ups.median_delay_us"]
         spread = v["follow_ups.spread"] ** 0.5
         p = v["follow_ups.probability"]
-        timers = [
-            {"kind": "timer_wheel", "period_us": WHEEL_PERIOD_US, "jitter": TIMER_JITTER},
-            {"kind": "hrtimer", "period_us": v["hrtimer.period_us"], "jitter": TIMER_JITTER},
-        ]
-        timer_hz = sum(1e6 / t["period_us"] for t in timers)
+        periods_us = {"timer_wheel": WHEEL_PERIOD_US, "hrtimer": v["hrtimer.period_us"]}
+        timers = [{"kind": k, "period_us": us, "jitter": TIMER_JITTER} for k, us in periods_us.items()]
+        timer_hz = sum(1e6 / us for us in periods_us.values())
         out = []
         cls = np.asarray(classes)
         for k in range(self.n_classes):

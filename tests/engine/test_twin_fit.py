@@ -97,10 +97,11 @@ def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCoun
 
 # What the counters cannot separate (fits of this load with other seeds land on different values
 # with the same figures): the follow-ups (probability, delay, spread) against a class's events per
-# burst, since both make clusters of short stays the governor cannot foresee; and the quiet rate
-# against the hrtimer period, since both make long stays (the timer's visibility to the governor
-# shows only in the above ratio of the deepest state, which both move). The burst rate, how often
-# bursts come, and the run time per wake-up are pinned down. docs/twins.md says the same.
+# burst and burst share, since both make clusters of short stays the governor cannot foresee; and
+# the hrtimer's period against the burst share (the rest are quiet wake-ups), since both make long
+# stays (the timer's visibility to the governor shows only in the deepest state's above ratio,
+# which both move). The rate, the rate within a burst and the run time per wake-up are pinned
+# down. docs/twins.md says the same.
 @pytest.mark.slow
 def test_a_fit_recovers_a_known_load_within_the_goal() -> None:
     measured = _known_machine()
