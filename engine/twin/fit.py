@@ -384,10 +384,16 @@ def fit_twin(
     # limit counts every tick and up to RATE_SPAN times the fastest class's measured rate).
     max_cpu_s = 0.9 * MAX_EXPECTED_EVENTS / (3.0 * (hz + RATE_SPAN * fastest))
 
-    def problem_for(pos: Sequence[int], run_seed: int, entries: int, whole: bool) -> tuple[Problem, int]:
+    def problem_for(
+        pos: Sequence[int], run_seed: int, entries: int, whole: bool, judged: Sequence[int] | None = None
+    ) -> tuple[Problem, int]:
         """The problem of simulating the CPUs at `pos` for about `entries` idle entries, and how
         many runs of it that takes: a sample is simulated as copies of its CPUs side by side (each
-        copy its own streams), the whole machine as several runs with consecutive seeds."""
+        copy its own streams), the whole machine as several runs with consecutive seeds. The
+        measured figures are those of the CPUs at `judged` (default `pos`): a class's load is
+        the same on each of its CPUs, so a sample is judged against every CPU of its classes the
+        fit may see, not against its own few (the most different CPU would bias them)."""
+        judged = list(pos) if judged is None else list(judged)
         cpu_s = entries / max(rate, 1e-9)  # CPU-seconds of idle the entries take
         fill = math.ceil(cpu_s / len(pos) / (MAX_RUN_MS / 1000.0))
         copies = 1 if whole else max(min(fill, MAX_SAMPLE_CPUS // len(pos)), 1)
@@ -411,14 +417,14 @@ def fit_twin(
             classes=tuple(int(classes_all[i]) for i in order),
             n_classes=n_classes,
             state_names=names,
-            class_terms=class_terms(pos),
+            class_terms=class_terms(judged),
             class_weights=weights,
-            machine_terms=tuple(objective_terms(figures(counters[:, list(pos), :], names), disabled)),
+            machine_terms=tuple(objective_terms(figures(counters[:, judged, :], names), disabled)),
             class_rates_hz=class_rates,
         )
         return problem, repeats
 
-    problem, _ = problem_for(sample, seed, EVAL_ENTRIES, whole=False)
+    problem, _ = problem_for(sample, seed, EVAL_ENTRIES, whole=False, judged=fit_pos)
     load_map = problem.load_map()
     n_params = len(load_map.params)
     population = int(min(max(round(math.sqrt(budget) * 1.1), 20), 15 * n_params))
