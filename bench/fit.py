@@ -20,7 +20,6 @@ Every worker loads the compiled engine before the clock starts.
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import sys
 import time
@@ -29,35 +28,17 @@ from typing import Any
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the repository, not bench/, first
 
-from app.platforms.sysfs import parse_dump  # noqa: E402
+from bench.twins import dask_map, load_machine, warm  # noqa: E402
 from engine import SimConfig, simulate  # noqa: E402
 from engine.twin import FitResult, MachineCounters, fit_twin  # noqa: E402
 
-DUMP = Path(__file__).resolve().parent.parent / "tests" / "data" / "machines" / "sklep0-sysfs.txt.gz"
-WARM_LOAD = {"wakeups": {"load": [{"timers": [{"kind": "timer_wheel"}], "bursts": {}, "follow_ups": {}}]}}
 
-
-def warm() -> None:
-    """Load (or compile) the event loop and the load's draws in this process."""
-    simulate(SimConfig.model_validate({**WARM_LOAD, "duration_ms": 50.0}))
-
-
-def timed_fit(measured: MachineCounters, workers: int, budget: int, seed: int) -> tuple[float, FitResult]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        client.run(warm)
-
-        def dask_map(fn: Any, items: Any) -> Any:
-            return client.map(fn, list(items), pure=False)
-
+def timed_fit(
+    measured: MachineCounters, options: dict[str, Any], workers: int, budget: int, seed: int
+) -> tuple[float, FitResult]:
+    with dask_map(workers) as map_fn:
         t0 = time.perf_counter()
-        fit = fit_twin(measured, platform="skx", seed=seed, budget=budget, map=dask_map)
+        fit = fit_twin(measured, seed=seed, budget=budget, map=map_fn, **options)
         return time.perf_counter() - t0, fit
 
 
@@ -67,13 +48,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    measured = MachineCounters.from_dump(parse_dump(gzip.open(DUMP).read()))
+    _, measured, options = load_machine("sklep0")
     warm()
     ratios = []
     first: tuple[float, FitResult] | None = None
     for _ in range(args.repeats):
-        two_s, fit_two = timed_fit(measured, 2, args.budget, args.seed)
-        one_s, fit_one = timed_fit(measured, 1, args.budget, args.seed)
+        two_s, fit_two = timed_fit(measured, options, 2, args.budget, args.seed)
+        one_s, fit_one = timed_fit(measured, options, 1, args.budget, args.seed)
         if fit_one.config != fit_two.config or fit_one.distance != fit_two.distance:
             raise SystemExit("the fit differs between one worker and two: not deterministic")
         ratios.append(one_s / two_s)

@@ -22,11 +22,21 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 USAGE, TIME, ABOVE, BELOW = range(4)
+CLASS_SPLIT_GAIN = 0.5  # one class more must halve the within-class spread (see cpu_classes)
 COUNTER_NAMES = ("usage", "time", "above", "below")
 
 
 class CounterError(ValueError):
-    """Counters that cannot be fitted: none at all, or not what one boot of one machine counts."""
+    """Counters that cannot be fitted: none at all, or not what one boot of one machine counts.
+
+    `loc` is the field path of what is wrong (a counter's is `("values", counter, "cpu<N>",
+    state)`), `reason` the sentence that says why; `str()` is the message, led by the field."""
+
+    def __init__(self, message: str, *, loc: Sequence[str | int] | None = None) -> None:
+        super().__init__(message)
+        field, _, rest = message.partition(": ")
+        self.loc: tuple[str | int, ...] = tuple(loc) if loc is not None else (field,)
+        self.reason = rest or message
 
 
 class _Model(BaseModel):
@@ -49,6 +59,12 @@ class MachineCounters(_Model):
     package: list[int] | None = None
     core: list[int] | None = None
     elapsed_s: float | None = Field(default=None, description="The window's length, when known.")
+    since_boot: bool | None = Field(
+        default=None, description="True: one snapshot, counted since boot; False: two snapshots' difference."
+    )
+
+    def _loc(self, counter: str, i: int, s: int) -> tuple[str, ...]:
+        return ("values", counter, f"cpu{self.cpus[i]}", self.states[s])
 
     def array(self) -> np.ndarray:
         """The counters as float64, shape (4, cpus, states)."""
@@ -77,19 +93,24 @@ class MachineCounters(_Model):
             bad = np.argwhere(a[k] < 0)
             if len(bad):
                 i, s = bad[0]
-                raise CounterError(f"{name}: CPU {self.cpus[i]} {self.states[s]} is negative ({a[k, i, s]})")
+                raise CounterError(
+                    f"{name}: CPU {self.cpus[i]} {self.states[s]} is negative ({a[k, i, s]})",
+                    loc=self._loc(name, i, s),
+                )
         bad = np.argwhere(a[ABOVE] + a[BELOW] > a[USAGE])
         if len(bad):
             i, s = bad[0]
             raise CounterError(
                 f"above + below: CPU {self.cpus[i]} {self.states[s]} has above {a[ABOVE, i, s]} + below "
-                f"{a[BELOW, i, s]} > usage {a[USAGE, i, s]}: not the counters of one boot"
+                f"{a[BELOW, i, s]} > usage {a[USAGE, i, s]}: not the counters of one boot",
+                loc=self._loc("above", i, s),
             )
         bad = np.argwhere((a[USAGE] == 0) & (a[TIME] > 0))
         if len(bad):
             i, s = bad[0]
             raise CounterError(
-                f"time: CPU {self.cpus[i]} {self.states[s]} has time {a[TIME, i, s]} us and usage 0"
+                f"time: CPU {self.cpus[i]} {self.states[s]} has time {a[TIME, i, s]} us and usage 0",
+                loc=self._loc("time", i, s),
             )
         if a[USAGE].sum() == 0:
             raise CounterError("usage: every count is 0: these CPUs never idled in a cpuidle state")
@@ -118,7 +139,8 @@ class MachineCounters(_Model):
                 i, s = bad[0]
                 raise CounterError(
                     f"{name}: CPU {before.cpus[i]} {before.states[s]} went back from {a[k, i, s]} to "
-                    f"{b[k, i, s]}: the snapshots are not of one boot"
+                    f"{b[k, i, s]}: the snapshots are not of one boot",
+                    loc=before._loc(name, i, s),
                 )
         elapsed = None
         if before.elapsed_s is not None and after.elapsed_s is not None:
@@ -128,14 +150,15 @@ class MachineCounters(_Model):
                     f"elapsed_s: the second snapshot's uptime ({after.elapsed_s:g} s) is not after "
                     f"the first's ({before.elapsed_s:g} s)"
                 )
-        return after.model_copy(update={"values": diff.tolist(), "elapsed_s": elapsed}).check()
+        update = {"values": diff.tolist(), "elapsed_s": elapsed, "since_boot": False}
+        return after.model_copy(update=update).check()
 
     @classmethod
     def from_dump(cls, dump: DumpLike) -> MachineCounters:
         """From a parsed sysfs dump (`app.platforms.sysfs.SysfsDump` or anything of its shape).
 
-        CPUs without counters (offline) are left out; `elapsed_s` is the dump's uptime (since-boot
-        counters) when it has one."""
+        CPUs without counters (offline) are left out; `elapsed_s` is the window of a dump of two
+        snapshots, else the dump's uptime (since-boot counters) when it has one."""
         names = [s.name for s in dump.states]
         cpus, rows, package, core = [], [], [], []
         for rec in dump.cpus:
@@ -164,7 +187,8 @@ class MachineCounters(_Model):
             values=values.tolist() if cpus else [[], [], [], []],
             package=None if any(p is None for p in package) else [int(p) for p in package if p is not None],
             core=None if any(c is None for c in core) else [int(c) for c in core if c is not None],
-            elapsed_s=dump.uptime_s,
+            elapsed_s=dump.window_s if dump.window_s is not None else dump.uptime_s,
+            since_boot=dump.window_s is None,
         ).check()
 
     def subset(self, idx: Sequence[int]) -> MachineCounters:
@@ -266,8 +290,10 @@ def cpu_classes(counters: np.ndarray, seed: int, max_classes: int = 3) -> np.nda
     """Each CPU's class (0..k-1, class 0 the largest), k of 1..max_classes, by k-means on
     `cpu_vectors` (scipy's kmeans2, k-means++ seeded with `seed`).
 
-    A class needs at least 2 CPUs and must cut the within-class spread by a quarter over one
-    class fewer; otherwise the smaller k is kept.
+    A class needs at least 2 CPUs and must cut the within-class spread by CLASS_SPLIT_GAIN over
+    one class fewer; otherwise the smaller k is kept. k-means cuts the spread of CPUs that differ
+    by noise alone by about a third (a Gaussian's two halves keep 1 - 2/pi of it), so a quarter
+    split homogeneous CPUs; every class costs the search four parameters.
     """
     from scipy.cluster.vq import kmeans2
 
@@ -283,7 +309,7 @@ def cpu_classes(counters: np.ndarray, seed: int, max_classes: int = 3) -> np.nda
         if counts.min() < 2:
             break
         within = float(sum(((x[labels == j] - x[labels == j].mean(axis=0)) ** 2).sum() for j in range(k)))
-        if within > 0.75 * spread:
+        if within > (1.0 - CLASS_SPLIT_GAIN) * spread:
             break
         order = np.argsort(-counts, kind="stable")
         best = np.asarray(np.argsort(order)[labels], dtype=np.int64)
@@ -330,6 +356,7 @@ class DumpLike(Protocol):
     def cpus(self) -> Sequence[_CpuLike]: ...
 
     uptime_s: float | None
+    window_s: float | None
 
 
 def log_ratio(a: float, b: float) -> float:

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from engine.config import SimConfig
+from engine.config import MAX_EXPECTED_EVENTS, LoadClass, SimConfig, TickConfig
 from engine.platforms import Platform
 from engine.simulate import idle_counters
 from engine.twin.counters import (
@@ -41,8 +41,15 @@ from engine.twin.model import LoadMap, quiet_wakeups
 
 MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 100, 20_000, 3_000
 DEFAULT_SAMPLE = 16
-EVAL_DURATION_MS = 20_000.0  # simulated per evaluation: ~3,000 idle entries on 8 CPUs at 19/s
-CHECK_DURATION_MS = 20_000.0
+# Simulated time follows the measured entry rate, so every evaluation sees about as many idle
+# entries whatever the machine: the figures' sampling noise (bursts make it several times the
+# Poisson one) stays below the goal's tolerances, and the objective is as smooth as common random
+# numbers make it.
+EVAL_ENTRIES = 30_000  # the CPU sample's idle entries per evaluation (~2,000 per CPU)
+CHECK_ENTRIES = 300_000  # the final check's and the cross-validation's
+MAX_RUN_MS = 60_000.0  # SimConfig's longest run; longer is made of copies or repeats
+MIN_RUN_MS = 1_000.0
+MAX_SAMPLE_CPUS = 256  # a sample's copies side by side stop here
 TASK_SECONDS = 0.15  # a map task runs at least this much simulation (batched evaluations)
 MIN_TASKS_PER_GENERATION = 8
 
@@ -210,13 +217,17 @@ class Problem(NamedTuple):
     class_terms: tuple[tuple[Term, ...], ...]  # per class
     class_weights: tuple[float, ...]  # per class: its share of the machine's CPUs
     machine_terms: tuple[Term, ...] = ()  # the CPUs' figures all together
+    class_rates_hz: tuple[float, ...] = ()  # per class, the whole machine's entries per idle second
+
+    def load_map(self) -> LoadMap:
+        return LoadMap(self.n_classes, self.class_rates_hz or None)
 
 
 def config_for(problem: Problem, x: Sequence[float]) -> SimConfig:
     """The SimConfig of parameter vector x on the problem's CPUs."""
     data = dict(problem.base)
     wakeups = dict(data["wakeups"])
-    wakeups["load"] = LoadMap(problem.n_classes).load(x, problem.classes)
+    wakeups["load"] = problem.load_map().load(x, problem.classes)
     data["wakeups"] = wakeups
     return SimConfig.model_validate(data)
 
@@ -255,41 +266,41 @@ def evaluate(problem: Problem, x: Sequence[float]) -> float:
     """The evaluation function: config from parameters, simulate, counters, objective.
 
     A load whose mean wake-up rate is more than RATE_SPAN times off a class's measured entries
-    per idle second is not simulated: it gets a distance above any simulated one, growing with
-    how far off it is (so the search moves back, and a wild corner of the box costs no time)."""
-    config = config_for(problem, x)
+    per idle second is not simulated (nor validated: it may be past the run's event limit): it
+    gets a distance above any simulated one, growing with how far off it is (so the search moves
+    back, and a wild corner of the box costs no time)."""
     worst = 0.0
-    for load_class, terms in zip(config.wakeups.load, _terms_of_classes(problem, config), strict=True):
-        rate = next((t.measured for t in terms if t.figure == "entries_per_idle_s"), None)
+    present = sorted(set(problem.classes))  # classes without CPUs have no load
+    for load, k in zip(problem.load_map().load(x, problem.classes), present, strict=True):
+        rate = next((t.measured for t in problem.class_terms[k] if t.figure == "entries_per_idle_s"), None)
         if rate is None:
             continue
-        worst = max(worst, abs(math.log(max(load_class.expected_rate_hz(), 1e-9) / max(rate, 1e-9))))
+        expected = LoadClass.model_validate(load).expected_rate_hz()
+        worst = max(worst, abs(math.log(max(expected, 1e-9) / max(rate, 1e-9))))
     if worst > math.log(RATE_SPAN):
         return OFF_RATE_DISTANCE + worst
-    return class_distance(problem, simulated_counters(config))
+    return class_distance(problem, simulated_counters(config_for(problem, x)))
 
 
-def _terms_of_classes(problem: Problem, config: SimConfig) -> list[tuple[Term, ...]]:
-    """The measured terms of each load class of config (classes without CPUs have no load)."""
-    present = sorted(set(problem.classes))
-    return [problem.class_terms[k] for k in present][: len(config.wakeups.load)]
-
-
-def _evaluate_batch(func: Callable[[Any], float], xs: Sequence[Any]) -> list[float]:
-    return [float(func(x)) for x in xs]
+def evaluate_batch(problem: Problem, xs: Sequence[Sequence[float]]) -> list[float]:
+    """`evaluate` on each parameter vector: one task of a worker (module-level and picklable, so a
+    Dask worker runs it importing only `engine`)."""
+    return [float(evaluate(problem, x)) for x in xs]
 
 
 class _BatchedMap:
-    """scipy's `workers`: the population cut into batches, each batch one task of `map`."""
+    """scipy's `workers`: the population cut into batches, each batch one `evaluate_batch` task
+    of `map`. The task is `evaluate_batch` on the problem itself, not scipy's wrapper of the
+    objective, so a worker unpickles engine objects only."""
 
-    def __init__(self, map_fn: Map, batch: int) -> None:
-        self.map_fn, self.batch = map_fn, batch
+    def __init__(self, map_fn: Map, batch: int, problem: Problem) -> None:
+        self.map_fn, self.batch, self.task = map_fn, batch, functools.partial(evaluate_batch, problem)
 
     def __call__(self, func: Callable[[Any], float], xs: Iterable[Any]) -> list[float]:
-        items = list(xs)
+        items = [np.asarray(x, dtype=np.float64) for x in xs]
         chunks = [items[i : i + self.batch] for i in range(0, len(items), self.batch)]
         out: list[float] = []
-        for r in self.map_fn(functools.partial(_evaluate_batch, func), chunks):
+        for r in self.map_fn(self.task, chunks):
             out.extend(r.result() if hasattr(r, "result") else r)  # Dask futures or plain values
         return out
 
@@ -309,7 +320,7 @@ def fit_twin(
     platform: str = "skx",
     platform_table: Platform | None = None,
     governor: str = "menu",
-    hz: int = 250,
+    hz: int | None = None,
     seed: int = 1,
     budget: int = DEFAULT_BUDGET,
     cpus: int = DEFAULT_SAMPLE,
@@ -322,13 +333,15 @@ def fit_twin(
     `map(fn, items)` runs fn on each item and returns the results in order (builtins.map,
     `Executor.map`, or Dask's `client.map`, whose futures are waited for). `progress` gets a dict
     per generation (generation, evaluations, budget, best_distance, fraction); returning True
-    stops the search there (the fit still finishes with what it has). Raises CounterError for
+    stops the search there (the fit still finishes with what it has). `hz` is the machine's
+    CONFIG_HZ (None: the engine's default, `TickConfig.hz`). Raises CounterError for
     counters that cannot be fitted and ValueError for options out of range.
     """
     from scipy import __version__ as scipy_version
     from scipy.optimize import differential_evolution
 
     check_budget(budget)
+    hz = TickConfig().hz if hz is None else hz
     if not 2 <= cpus <= 512:
         raise ValueError(f"cpus: the sample must be 2..512 CPUs, got {cpus}")
     measured.check()
@@ -362,31 +375,57 @@ def fit_twin(
             out.append(tuple(objective_terms(figures(sub, names), disabled)) if mine else ())
         return tuple(out)
 
-    def problem_for(pos: Sequence[int], run_seed: int, duration_ms: float, whole: bool) -> Problem:
-        order = _engine_order(measured, pos) if whole else list(pos)
+    rate = figures(counters, names).entries_per_idle_s
+    class_rates = tuple(
+        figures(counters[:, classes_all == k], names).entries_per_idle_s for k in range(n_classes)
+    )
+    fastest = max(class_rates)
+    # A run's CPU-seconds within SimConfig's event limit, for any load evaluate() simulates (the
+    # limit counts every tick and up to RATE_SPAN times the fastest class's measured rate).
+    max_cpu_s = 0.9 * MAX_EXPECTED_EVENTS / (3.0 * (hz + RATE_SPAN * fastest))
+
+    def problem_for(
+        pos: Sequence[int], run_seed: int, entries: int, whole: bool, judged: Sequence[int] | None = None
+    ) -> tuple[Problem, int]:
+        """The problem of simulating the CPUs at `pos` for about `entries` idle entries, and how
+        many runs of it that takes: a sample is simulated as copies of its CPUs side by side (each
+        copy its own streams), the whole machine as several runs with consecutive seeds. The
+        measured figures are those of the CPUs at `judged` (default `pos`): a class's load is
+        the same on each of its CPUs, so a sample is judged against every CPU of its classes the
+        fit may see, not against its own few (the most different CPU would bias them)."""
+        judged = list(pos) if judged is None else list(judged)
+        cpu_s = entries / max(rate, 1e-9)  # CPU-seconds of idle the entries take
+        fill = math.ceil(cpu_s / len(pos) / (MAX_RUN_MS / 1000.0))
+        copies = 1 if whole else max(min(fill, MAX_SAMPLE_CPUS // len(pos)), 1)
+        n_run = len(pos) * copies
+        duration = min(1000.0 * cpu_s / n_run, MAX_RUN_MS, 1000.0 * max_cpu_s / n_run)
+        repeats = max(math.ceil(cpu_s / (n_run * duration / 1000.0)), 1) if whole else 1
+        order = (_engine_order(measured, pos) if whole else list(pos)) * copies
         base: dict[str, Any] = {
             "platform": platform,
             "platform_table": None if platform_table is None else platform_table.model_dump(mode="json"),
             "seed": run_seed,
-            "duration_ms": duration_ms,
+            "duration_ms": max(duration, MIN_RUN_MS),
             "governor": {"name": governor},
             "states": {"disabled": disabled_names},
-            "topology": _topology(measured, len(pos), base_table, whole),
+            "topology": _topology(measured, len(order), base_table, whole),
             "wakeups": quiet_wakeups(hz),
             "output": {"timeline_cpus": 0},
         }
-        return Problem(
+        problem = Problem(
             base=base,
             classes=tuple(int(classes_all[i]) for i in order),
             n_classes=n_classes,
             state_names=names,
-            class_terms=class_terms(pos),
+            class_terms=class_terms(judged),
             class_weights=weights,
-            machine_terms=tuple(objective_terms(figures(counters[:, list(pos), :], names), disabled)),
+            machine_terms=tuple(objective_terms(figures(counters[:, judged, :], names), disabled)),
+            class_rates_hz=class_rates,
         )
+        return problem, repeats
 
-    problem = problem_for(sample, seed, EVAL_DURATION_MS, whole=False)
-    load_map = LoadMap(n_classes)
+    problem, _ = problem_for(sample, seed, EVAL_ENTRIES, whole=False, judged=fit_pos)
+    load_map = problem.load_map()
     n_params = len(load_map.params)
     population = int(min(max(round(math.sqrt(budget) * 1.1), 20), 15 * n_params))
     popsize = max(1, math.ceil(population / n_params))
@@ -424,7 +463,7 @@ def fit_twin(
         )
         return bool(stop)
 
-    workers = _BatchedMap(map if map is not None else builtins_map, batch)
+    workers = _BatchedMap(map if map is not None else builtins_map, batch, problem)
     res = differential_evolution(
         functools.partial(evaluate, problem),
         load_map.bounds,
@@ -442,14 +481,14 @@ def fit_twin(
     x_best = [float(v) for v in res.x]
 
     check_seed = _unused_seed(seed)
-    test_problem = problem_for(test_pos, check_seed, CHECK_DURATION_MS, whole=False) if test_pos else None
     distance_test = None
-    if test_problem is not None:
+    if test_pos:
+        test_problem, _ = problem_for(test_pos, check_seed, CHECK_ENTRIES, whole=False)
         distance_test = class_distance(test_problem, simulated_counters(config_for(test_problem, x_best)))
-    whole = problem_for(list(range(n_machine)), check_seed, CHECK_DURATION_MS, whole=True)
+    whole, runs = problem_for(list(range(n_machine)), check_seed, CHECK_ENTRIES, whole=True)
     whole_config = config_for(whole, x_best)
-    sim = simulated_counters(whole_config)
-    elapsed = CHECK_DURATION_MS / 1000.0 if measured.elapsed_s is not None else None
+    sim, whole = check_runs(whole, whole_config, runs)
+    elapsed = runs * whole_config.duration_ms / 1000.0 if measured.elapsed_s is not None else None
     fitted = figures(sim, names, elapsed)
     measured_figures = figures(counters, names, measured.elapsed_s)
     machine_terms = objective_terms(measured_figures, disabled)
@@ -488,6 +527,13 @@ def fit_twin(
         check_seed=check_seed,
         goal_met=not misses,
     )
+
+
+def check_runs(problem: Problem, config: SimConfig, runs: int) -> tuple[np.ndarray, Problem]:
+    """`runs` runs of config (its seed, then the next ones), their CPUs side by side, and the
+    problem that judges them as one machine of that many CPUs."""
+    sims = [simulated_counters(config.model_copy(update={"seed": config.seed + r})) for r in range(runs)]
+    return np.concatenate(sims, axis=1), problem._replace(classes=problem.classes * runs)
 
 
 def builtins_map(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:

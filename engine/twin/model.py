@@ -1,10 +1,16 @@
 """The load a twin fits: a parameter vector and the `SimConfig` it stands for.
 
-The load model is DESIGN 7's: per CPU class a two-phase burst process the governor cannot see
-(quiet rate, burst rate, burst and quiet lengths); for every class the same follow-up chains, run
-time per wake-up and long timers the governor sees (a periodic hrtimer of the fitted period and a
-2 s timer-wheel timer, both jittered). Every parameter is a load figure the counters are fitted
-to, not a kernel fact. Log-scaled parameters are searched as their base-10 logarithm.
+The load model is DESIGN 7's: per CPU class a two-phase burst process the governor cannot see;
+for every class the same follow-up chains, run time per wake-up and long timers the governor sees
+(a periodic hrtimer of the fitted period and a 2 s timer-wheel timer, both jittered). Every
+parameter is a load figure the counters are fitted to, not a kernel fact.
+
+A class is searched relative to its measured entries per idle second: how many wake-ups per
+second it has against that (`rate_ratio`), which share of the wake-ups that start a chain come in
+bursts, how many a burst holds and how fast they come within one. The quiet rate, the burst and
+quiet lengths follow. So nearly every point of the box has about the measured rate, and the
+search spends its evaluations on the mix of short and long stays, not on finding the rate.
+Log-scaled parameters are searched as their base-10 logarithm.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ WHEEL_PERIOD_US = 2_000_000.0
 TIMER_JITTER = 0.1
 RUN_TIME_SIGMA = 1.0
 IRQ_HANDLER_US = 2.0
+MAX_BURST_TIME = 0.5  # bursts take at most half of the time (else they are the quiet phase)
+MAX_QUIET_MS = 100_000.0  # BurstSource's longest quiet phase
 
 
 class Param(NamedTuple):
@@ -36,21 +44,21 @@ SHARED = (
     Param("run_time.median_us", 0.0, 2.0, True),  # 1 - 100 us
     Param("hrtimer.period_us", 4.0, 6.0, True),  # 10 ms - 1 s
 )
-# A class's bursts are searched as how often they come and how many wake-ups they hold: the
-# burst and quiet lengths follow (burst_mean = events / burst rate, quiet_mean = 1 / bursts per s).
 PER_CLASS = (
-    Param("bursts.quiet_rate_hz", -1.0, 1.7, True),  # 0.1 - 50 per second
-    Param("bursts.bursts_per_s", -1.0, 1.3, True),  # 0.1 - 20
+    Param("rate_ratio", -0.3, 0.3, True),  # wake-ups per second / measured entries per idle second
+    Param("bursts.share", 0.0, 0.99, False),  # of the wake-ups that start a chain
     Param("bursts.events_per_burst", 0.0, 2.3, True),  # 1 - 200 on average
     Param("bursts.burst_rate_hz", 2.5, 5.0, True),  # 300 - 100,000 per second within a burst
 )
 
 
 class LoadMap:
-    """Parameter vectors <-> the load of `n_classes` CPU classes."""
+    """Parameter vectors <-> the load of `n_classes` CPU classes, each relative to its measured
+    entries per idle second (`rates_hz`, one per class)."""
 
-    def __init__(self, n_classes: int) -> None:
+    def __init__(self, n_classes: int, rates_hz: Sequence[float] | None = None) -> None:
         self.n_classes = n_classes
+        self.rates_hz = list(rates_hz) if rates_hz is not None else [20.0] * n_classes
         self.params: list[Param] = list(SHARED)
         for k in range(n_classes):
             self.params += [p._replace(name=f"class{k}.{p.name}") for p in PER_CLASS]
@@ -68,29 +76,31 @@ class LoadMap:
         v = self.values(x)
         delay = v["follow_ups.median_delay_us"]
         spread = v["follow_ups.spread"] ** 0.5
+        p = v["follow_ups.probability"]
+        periods_us = {"timer_wheel": WHEEL_PERIOD_US, "hrtimer": v["hrtimer.period_us"]}
+        timers = [{"kind": k, "period_us": us, "jitter": TIMER_JITTER} for k, us in periods_us.items()]
+        timer_hz = sum(1e6 / us for us in periods_us.values())
         out = []
         cls = np.asarray(classes)
         for k in range(self.n_classes):
             cpus = np.flatnonzero(cls == k).tolist()
             if not cpus:
                 continue
+            # Chains start at timers and at invisible wake-ups; each is 1 / (1 - p) wake-ups long.
+            starts_hz = self.rates_hz[k] * v[f"class{k}.rate_ratio"] * (1.0 - p)
+            invisible_hz = max(starts_hz - timer_hz, 0.0)
             out.append(
                 {
                     "cpus": cpus,
-                    "timers": [
-                        {"kind": "timer_wheel", "period_us": WHEEL_PERIOD_US, "jitter": TIMER_JITTER},
-                        {"kind": "hrtimer", "period_us": v["hrtimer.period_us"], "jitter": TIMER_JITTER},
-                    ],
-                    "bursts": {
-                        "quiet_rate_hz": v[f"class{k}.bursts.quiet_rate_hz"],
-                        "burst_rate_hz": v[f"class{k}.bursts.burst_rate_hz"],
-                        "burst_mean_us": 1e6
-                        * v[f"class{k}.bursts.events_per_burst"]
-                        / v[f"class{k}.bursts.burst_rate_hz"],
-                        "quiet_mean_ms": 1e3 / v[f"class{k}.bursts.bursts_per_s"],
-                    },
+                    "timers": timers,
+                    "bursts": bursts(
+                        invisible_hz,
+                        v[f"class{k}.bursts.share"],
+                        v[f"class{k}.bursts.events_per_burst"],
+                        v[f"class{k}.bursts.burst_rate_hz"],
+                    ),
                     "follow_ups": {
-                        "probability": v["follow_ups.probability"],
+                        "probability": p,
                         "delay_min_us": delay / spread,
                         "delay_max_us": delay * spread,
                     },
@@ -98,6 +108,27 @@ class LoadMap:
                 }
             )
         return out
+
+
+def bursts(rate_hz: float, share: float, events: float, burst_rate_hz: float) -> dict[str, float]:
+    """A `BurstSource` of `rate_hz` wake-ups per second on average, `share` of them in bursts of
+    `events` at `burst_rate_hz`: bursts come `share * rate / events` times a second (bursts take
+    at most MAX_BURST_TIME of the time, a quiet phase at most MAX_QUIET_MS), each lasting
+    `events / burst_rate`, and the quiet phases carry the rest of the rate."""
+    bursts_hz = share * rate_hz / events
+    burst_s = events / burst_rate_hz
+    if bursts_hz <= 0:  # no bursts: a burst phase at the quiet rate is none
+        return {"quiet_rate_hz": rate_hz, "burst_rate_hz": rate_hz, "quiet_mean_ms": MAX_QUIET_MS}
+    bursts_hz = min(bursts_hz, MAX_BURST_TIME / burst_s)
+    quiet_ms = min(1e3 * (1.0 / bursts_hz - burst_s), MAX_QUIET_MS)
+    bursts_hz = 1.0 / (quiet_ms / 1e3 + burst_s)  # the cycle as clamped
+    burst_time = bursts_hz * burst_s
+    return {
+        "quiet_rate_hz": max((rate_hz - bursts_hz * events) / (1.0 - burst_time), 0.0),
+        "burst_rate_hz": burst_rate_hz,
+        "burst_mean_us": 1e6 * burst_s,
+        "quiet_mean_ms": quiet_ms,
+    }
 
 
 def quiet_wakeups(hz: int) -> dict[str, Any]:

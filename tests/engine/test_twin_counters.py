@@ -95,6 +95,21 @@ def test_counters_that_cannot_be_fitted_say_why(change: dict[str, Any], message:
         _counters(GOOD).model_copy(update=change).check()
 
 
+def test_a_counter_error_names_the_field_path_and_the_reason() -> None:
+    negative = [[[0, -1, 30], [2, 20, 40]], *GOOD[1:]]
+    with pytest.raises(CounterError) as err:
+        _counters(negative).check()
+    assert err.value.loc == ("values", "usage", "cpu0", "C1")
+    assert err.value.reason == "CPU 0 C1 is negative (-1)"
+    too_many = [GOOD[0], GOOD[1], [[0, 8, 10], [0, 2, 20]], GOOD[3]]  # CPU 0 C1: 8 + 3 > 10
+    with pytest.raises(CounterError) as err:
+        _counters(too_many).check()
+    assert err.value.loc == ("values", "above", "cpu0", "C1") and "> usage 10" in err.value.reason
+    with pytest.raises(CounterError) as err:
+        _counters(GOOD).model_copy(update={"disabled": [False]}).check()
+    assert err.value.loc == ("disabled",)
+
+
 def test_two_snapshots_give_the_interval_and_refuse_another_boot() -> None:
     before = _counters(GOOD, elapsed_s=100.0)
     later = np.array(GOOD) * 2
@@ -103,8 +118,10 @@ def test_two_snapshots_give_the_interval_and_refuse_another_boot() -> None:
     assert c.values == GOOD and c.elapsed_s == pytest.approx(30.0)
     shrunk = later.copy()
     shrunk[1, 1, 2] = 5  # CPU 1's C6 time went back
-    with pytest.raises(CounterError, match="time: CPU 1 C6 went back from 1998460 to 5"):
+    with pytest.raises(CounterError, match="time: CPU 1 C6 went back from 1998460 to 5") as err:
         MachineCounters.interval(before, _counters(shrunk.tolist(), elapsed_s=130.0))
+    assert err.value.loc == ("values", "time", "cpu1", "C6")
+    assert c.since_boot is False
     with pytest.raises(
         CounterError, match="cpus: CPU 1 is in one snapshot only: CPUs changed between the snapshots"
     ):

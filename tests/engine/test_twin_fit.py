@@ -13,7 +13,7 @@ from app.platforms.sysfs import parse_dump
 from engine import SimConfig, load_platform
 from engine.twin import CounterError, MachineCounters, fit_twin
 from engine.twin.fit import builtins_map, config_for, evaluate, simulated_counters
-from engine.twin.model import LoadMap, quiet_wakeups
+from engine.twin.model import quiet_wakeups
 
 SKX = load_platform("skx")
 
@@ -44,11 +44,41 @@ def sysfs_dump(counters: np.ndarray, packages: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# A known load from the twin's own vocabulary (engine.twin.model's parameters, logs as searched),
-# near what sklep0 fits to: 4 CPUs of 16 with more and denser bursts (C1-heavy, like sklep0's
-# interrupt-affine CPUs), the others quieter.
-KNOWN = [0.43, 2.4, 1.28, 0.35, 5.37] + [-0.4, -0.06, 1.23, 4.6] + [0.7, 0.18, 1.48, 4.78]
-KNOWN_CLASSES = [0] * 4 + [1] * 12
+# A known load in the load vocabulary (engine.config.LoadClass), at the engine's default HZ (1000):
+# 4 CPUs of 16 (a class of their own) with a lower quiet rate and fewer, smaller bursts (0.9 per
+# second of 17 wake-ups at 40,000/s) than the other 12 (1.5 per second of 30 at 60,000/s); both
+# with follow-ups (p 0.43 after 57 us to 1.1 ms), 2.2 us of run time per wake-up, a 234 ms hrtimer
+# and a 2 s timer-wheel timer.
+_SHARED: dict[str, Any] = {
+    "timers": [
+        {"kind": "timer_wheel", "period_us": 2_000_000.0, "jitter": 0.1},
+        {"kind": "hrtimer", "period_us": 234_423.0, "jitter": 0.1},
+    ],
+    "follow_ups": {"probability": 0.43, "delay_min_us": 57.5, "delay_max_us": 1097.0},
+    "run_time": {"median_us": 2.24, "sigma": 1.0},
+}
+KNOWN_LOAD = [
+    {
+        **_SHARED,
+        "cpus": [0, 1, 2, 3],
+        "bursts": {
+            "quiet_rate_hz": 0.4,
+            "burst_rate_hz": 39_811.0,
+            "burst_mean_us": 427.0,
+            "quiet_mean_ms": 1148.0,
+        },
+    },
+    {
+        **_SHARED,
+        "cpus": list(range(4, 16)),
+        "bursts": {
+            "quiet_rate_hz": 5.0,
+            "burst_rate_hz": 60_256.0,
+            "burst_mean_us": 501.0,
+            "quiet_mean_ms": 660.0,
+        },
+    },
+]
 
 
 def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCounters:
@@ -57,28 +87,29 @@ def _known_machine(duration_ms: float = 60_000.0, seed: int = 99) -> MachineCoun
         "seed": seed,
         "duration_ms": duration_ms,
         "topology": {"sockets": 1, "cores_per_socket": 8, "threads_per_core": 2},
-        "wakeups": quiet_wakeups(250),
+        "wakeups": quiet_wakeups(1000),
         "output": {"timeline_cpus": 0},
     }
-    base["wakeups"] = {**base["wakeups"], "load": LoadMap(2).load(KNOWN, KNOWN_CLASSES)}
+    base["wakeups"] = {**base["wakeups"], "load": KNOWN_LOAD}
     counters = simulated_counters(SimConfig.model_validate(base))
     return MachineCounters.from_dump(parse_dump(sysfs_dump(np.round(counters), [0] * 16)))
 
 
+# What the counters cannot separate (fits of this load with other seeds land on different values
+# with the same figures): the follow-ups (probability, delay, spread) against a class's events per
+# burst and burst share, since both make clusters of short stays the governor cannot foresee; and
+# the hrtimer's period against the burst share (the rest are quiet wake-ups), since both make long
+# stays (the timer's visibility to the governor shows only in the deepest state's above ratio,
+# which both move). The rate, the rate within a burst and the run time per wake-up are pinned
+# down. docs/twins.md says the same.
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="the known load was chosen under the tick model before tick_nohz_idle_exit() restarted a "
-    "stopped tick and hrtimers stopped keeping it; under the fixed model the fit misses C1's entry "
-    "share and the entry rate: the load map needs refitting (an open point of the twin)",
-    strict=True,
-)
 def test_a_fit_recovers_a_known_load_within_the_goal() -> None:
     measured = _known_machine()
-    fit = fit_twin(measured, platform="skx", seed=3, budget=1200, cpus=12)
+    fit = fit_twin(measured, platform="skx", seed=3, budget=3000, cpus=12)
     # Judged as the goal says: the fitted load re-run on the whole machine with an unused seed.
     assert fit.misses == [], [m.model_dump() for m in fit.misses]
     assert fit.goal_met and fit.check_seed not in (3, 99)
-    assert fit.evaluations <= 1201 and fit.history[-1].best_distance <= fit.history[0].best_distance
+    assert fit.evaluations <= 3001 and fit.history[-1].best_distance <= fit.history[0].best_distance
     assert sorted(fit.cross_validation.fit_cpus + fit.cross_validation.test_cpus) == list(range(16))
     # The CPUs it never saw are predicted about as well as those it fitted.
     cv = fit.cross_validation
@@ -137,24 +168,80 @@ def test_bad_input_is_refused_with_the_reason() -> None:
         fit_twin(empty)
 
 
-def test_config_for_puts_each_class_on_its_cpus() -> None:
+def test_config_for_puts_each_class_on_its_cpus_at_its_measured_rate() -> None:
     from engine.twin.fit import Problem
 
     problem = Problem(
         base={
             "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
-            "wakeups": quiet_wakeups(250),
+            "wakeups": quiet_wakeups(1000),
         },
         classes=(1, 0, 0, 1),
         n_classes=2,
         state_names=("POLL", "C1", "C1E", "C6"),
         class_terms=((), ()),
         class_weights=(0.5, 0.5),
+        class_rates_hz=(20.0, 100.0),
     )
-    cfg = config_for(problem, KNOWN)
+    # Shared: p 0.5, 100 us delays, spread 10, 10 us runs, a 100 ms hrtimer. Class 0: 2x its rate,
+    # 40% of the chain starts in bursts of 10 at 10,000/s; class 1: its rate, no bursts.
+    x = [0.5, 2.0, 1.0, 1.0, 5.0] + [np.log10(2.0), 0.4, 1.0, 4.0] + [0.0, 0.0, 1.0, 4.0]
+    cfg = config_for(problem, x)
     assert [c.cpus for c in cfg.wakeups.load] == [[1, 2], [0, 3]]
-    bursts = cfg.wakeups.load[0].bursts  # class 0: rate 10^4.6 /s, 10^1.23 a burst, 10^-0.06 bursts/s
-    assert bursts is not None and bursts.burst_rate_hz == pytest.approx(10**4.6)
-    assert bursts.burst_mean_us == pytest.approx(1e6 * 10**1.23 / 10**4.6)
-    assert bursts.quiet_mean_ms == pytest.approx(1e3 / 10**-0.06)
-    assert evaluate(problem, KNOWN) == 10.0  # no measured figures to match: the objective's floor
+    zero, one = cfg.wakeups.load
+    # Class 0: 40 wake-ups/s; chains start at 20/s: 10.5/s of timers (the hrtimer's 10, the wheel's
+    # 0.5), so 9.5/s invisible; 3.8/s in bursts (0.38 bursts/s of 10, each 1 ms), 5.7/s quiet.
+    assert zero.expected_rate_hz() == pytest.approx(40.0)
+    b = zero.bursts
+    assert (
+        b is not None and b.burst_rate_hz == pytest.approx(1e4) and b.burst_mean_us == pytest.approx(1000.0)
+    )
+    assert b.quiet_mean_ms == pytest.approx(1e3 / 0.38 - 1.0)
+    assert b.quiet_rate_hz == pytest.approx(5.7 / (1 - 0.38e-3))
+    assert one.expected_rate_hz() == pytest.approx(100.0)
+    assert one.bursts is not None and one.bursts.quiet_rate_hz == pytest.approx(39.5)
+    assert evaluate(problem, x) == 10.0  # no measured figures to match: the objective's floor
+
+
+def test_a_worker_task_unpickles_and_runs_importing_only_the_engine(tmp_path: Any) -> None:
+    # The task a fit sends to a Dask worker: evaluate_batch on the problem, pickled. Run in a fresh
+    # interpreter, it must need nothing beyond `engine` (no app, web, database or Dask; SciPy is
+    # numba's own import, so it is not checked).
+    import functools
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from engine.twin.fit import Problem, evaluate_batch
+    from tests.conftest import this_checkout
+
+    problem = Problem(
+        base={
+            "duration_ms": 200.0,
+            "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
+            "wakeups": quiet_wakeups(1000),
+        },
+        classes=(0, 0),
+        n_classes=1,
+        state_names=("POLL", "C1", "C1E", "C6"),
+        class_terms=((),),
+        class_weights=(1.0,),
+        class_rates_hz=(20.0,),
+    )
+    x = [0.5, 2.0, 1.0, 1.0, 5.0, 0.0, 0.5, 1.0, 4.0]
+    task = tmp_path / "task.pickle"
+    task.write_bytes(pickle.dumps((functools.partial(evaluate_batch, problem), [x, x])))
+    code = (
+        "import pickle, sys; fn, xs = pickle.load(open(sys.argv[1], 'rb')); print(fn(xs)); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('app', 'fastapi', 'sqlalchemy', 'distributed')); assert not bad, bad"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(task)],
+        env=this_checkout(dict(os.environ)),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(evaluate_batch(problem, [x, x]))
