@@ -42,6 +42,7 @@ from engine.config import (
     unknown_platform_message,
 )
 from engine.intel_idle_table import TableStringError, apply_table_string, table_string
+from engine.twin import CounterError, MachineCounters, unfit_reasons
 
 # The cost model's parameters as the platform page and the new-run form label them.
 COST_LABELS: dict[str, tuple[str, str]] = {
@@ -327,6 +328,16 @@ class MachineView(BaseModel):
     twin: dict[str, Any] = {}
     counters: CounterSummary
     notes: list[str] = []
+    # What makes the counters unfit for a twin (engine.twin.unfit_reasons): kind, message, state, cpus.
+    unfit: list[dict[str, Any]] = []
+
+
+def unfit_for_twin(dump: SysfsDump) -> list[dict[str, Any]]:
+    """Why these counters would mislead a twin, for the import to say (none: [])."""
+    try:
+        return [u.model_dump() for u in unfit_reasons(MachineCounters.from_dump(dump))]
+    except CounterError as exc:  # honest counters a twin still refuses: its fit answers 422 too
+        return [{"kind": "counters", "message": str(exc), "state": None, "cpus": []}]
 
 
 def dump_error(err: DumpError) -> InvalidInput:
@@ -406,6 +417,7 @@ def import_dump(
         disabled_states=list(config.get("states", {}).get("disabled", [])),
         counters=counters,
         notes=list(dump.notes),
+        unfit=unfit_for_twin(dump),
         twin={
             k: v
             for k in (
