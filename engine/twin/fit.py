@@ -5,7 +5,9 @@
 
 The search is SciPy's differential evolution (`updating="deferred"`, no polish, seeded), each
 generation's population evaluated through the caller's `map` in batches of at least ~0.15 s of
-simulation (the app passes Dask's; a serial `map` is the default). Every evaluation simulates the
+simulation (the app passes Dask's; a serial `map` is the default). Every simulation of a fit goes
+through `map`, the timing one and the final runs included, so the caller only orchestrates (in a
+web process, no compiled loop holds its GIL). Every evaluation simulates the
 CPU sample with the fit's own seed (common random numbers), so the objective is deterministic and
 the fit gives the same config and distance whatever the number of workers. Afterwards the fitted
 load is run on the CPUs the fit never saw (cross-validation by even and odd core ids) and, with a
@@ -282,6 +284,14 @@ def evaluate(problem: Problem, x: Sequence[float]) -> float:
     return class_distance(problem, simulated_counters(config_for(problem, x)))
 
 
+def timed_simulation(problem: Problem, x: Sequence[float]) -> float:
+    """The wall seconds one simulation of x takes (a `map` task: it sizes the batches, and
+    changes no result)."""
+    t0 = time.perf_counter()
+    simulated_counters(config_for(problem, x))
+    return time.perf_counter() - t0
+
+
 def evaluate_batch(problem: Problem, xs: Sequence[Sequence[float]]) -> list[float]:
     """`evaluate` on each parameter vector: one task of a worker (module-level and picklable, so a
     Dask worker runs it importing only `engine`)."""
@@ -300,9 +310,14 @@ class _BatchedMap:
         items = [np.asarray(x, dtype=np.float64) for x in xs]
         chunks = [items[i : i + self.batch] for i in range(0, len(items), self.batch)]
         out: list[float] = []
-        for r in self.map_fn(self.task, chunks):
-            out.extend(r.result() if hasattr(r, "result") else r)  # Dask futures or plain values
+        for r in run_tasks(self.map_fn, self.task, chunks):
+            out.extend(r)
         return out
+
+
+def run_tasks(map_fn: Map, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """`map_fn(fn, items)` as a list of values (Dask futures are waited for)."""
+    return [r.result() if hasattr(r, "result") else r for r in map_fn(fn, items)]
 
 
 # ------------------------------------------------------------------------------------ the fit
@@ -432,12 +447,13 @@ def fit_twin(
     per_generation = popsize * n_params
     maxiter = max((budget - 1) // per_generation - 1, 0)  # the budget counts the timing evaluation too
 
-    # One simulation, timed, sets the batch size (it changes no result): tasks of at least
-    # TASK_SECONDS, and at least MIN_TASKS_PER_GENERATION of them, so that the workers share
+    # One simulation, timed on a worker, sets the batch size (it changes no result): tasks of at
+    # least TASK_SECONDS, and at least MIN_TASKS_PER_GENERATION of them, so that the workers share
     # each generation evenly (evaluations refused for their rate take no time at all).
-    t0 = time.perf_counter()
-    simulated_counters(config_for(problem, [(lo + hi) / 2 for lo, hi in load_map.bounds]))
-    per_eval = max(time.perf_counter() - t0, 1e-4)
+    map_fn = map if map is not None else builtins_map
+    middle = [(lo + hi) / 2 for lo, hi in load_map.bounds]
+    (seconds,) = run_tasks(map_fn, functools.partial(timed_simulation, problem), [middle])
+    per_eval = max(float(seconds), 1e-4)
     most = max(math.ceil(per_generation / MIN_TASKS_PER_GENERATION), 1)
     batch = int(min(max(math.ceil(TASK_SECONDS / per_eval), 1), most))
     history: list[HistoryPoint] = []
@@ -463,7 +479,7 @@ def fit_twin(
         )
         return bool(stop)
 
-    workers = _BatchedMap(map if map is not None else builtins_map, batch, problem)
+    workers = _BatchedMap(map_fn, batch, problem)
     res = differential_evolution(
         functools.partial(evaluate, problem),
         load_map.bounds,
@@ -480,14 +496,18 @@ def fit_twin(
     )
     x_best = [float(v) for v in res.x]
 
+    # The cross-validation and the whole machine's runs: one map, so they run side by side.
     check_seed = _unused_seed(seed)
-    distance_test = None
-    if test_pos:
-        test_problem, _ = problem_for(test_pos, check_seed, CHECK_ENTRIES, whole=False)
-        distance_test = class_distance(test_problem, simulated_counters(config_for(test_problem, x_best)))
     whole, runs = problem_for(list(range(n_machine)), check_seed, CHECK_ENTRIES, whole=True)
     whole_config = config_for(whole, x_best)
-    sim, whole = check_runs(whole, whole_config, runs)
+    configs = check_configs(whole_config, runs)
+    if test_pos:
+        test_problem, _ = problem_for(test_pos, check_seed, CHECK_ENTRIES, whole=False)
+        configs.append(config_for(test_problem, x_best))
+    sims = run_tasks(map_fn, simulated_counters, configs)
+    distance_test = class_distance(test_problem, sims.pop()) if test_pos else None
+    sim = np.concatenate(sims, axis=1)
+    whole = whole._replace(classes=whole.classes * runs)  # judged as one machine of runs x its CPUs
     elapsed = runs * whole_config.duration_ms / 1000.0 if measured.elapsed_s is not None else None
     fitted = figures(sim, names, elapsed)
     measured_figures = figures(counters, names, measured.elapsed_s)
@@ -529,11 +549,10 @@ def fit_twin(
     )
 
 
-def check_runs(problem: Problem, config: SimConfig, runs: int) -> tuple[np.ndarray, Problem]:
-    """`runs` runs of config (its seed, then the next ones), their CPUs side by side, and the
-    problem that judges them as one machine of that many CPUs."""
-    sims = [simulated_counters(config.model_copy(update={"seed": config.seed + r})) for r in range(runs)]
-    return np.concatenate(sims, axis=1), problem._replace(classes=problem.classes * runs)
+def check_configs(config: SimConfig, runs: int) -> list[SimConfig]:
+    """The final check's `runs` runs of config: its seed, then the next ones (their counters go
+    side by side, as one machine)."""
+    return [config.model_copy(update={"seed": config.seed + r}) for r in range(runs)]
 
 
 def builtins_map(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:

@@ -245,3 +245,45 @@ def test_a_worker_task_unpickles_and_runs_importing_only_the_engine(tmp_path: An
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(evaluate_batch(problem, [x, x]))
+
+
+class _RecordingMap:
+    """A `map` that records each call's task and runs it in worker processes *spawned* fresh, so
+    they import the engine unpatched (forked ones would inherit the test's patch)."""
+
+    def __init__(self, pool: ProcessPoolExecutor) -> None:
+        self.pool, self.calls = pool, []
+
+    def __call__(self, fn: Any, items: Any) -> list[Any]:
+        batch = list(items)
+        self.calls.append((getattr(fn, "func", fn).__name__, len(batch)))
+        return list(self.pool.map(fn, batch))
+
+
+def test_every_simulation_of_a_fit_goes_through_its_map(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every simulation (simulate and idle_counters alike) steps engine.simulate._Prepared: made to
+    # raise in this process, a fit can only finish if each simulation ran in a map task.
+    import multiprocessing
+
+    from engine.simulate import _Prepared
+
+    measured = _known_machine(duration_ms=20_000.0)
+    serial = fit_twin(measured, seed=5, budget=100, cpus=8)
+
+    def no_simulation_here(self: Any, t_end: int) -> None:
+        raise AssertionError("a fit simulated in the calling process")
+
+    monkeypatch.setattr(_Prepared, "step", no_simulation_here)
+    with pytest.raises(AssertionError, match="simulated in the calling process"):
+        fit_twin(measured, seed=5, budget=100, cpus=8)  # the patch does stop an in-process fit
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        recorded = _RecordingMap(pool)
+        mapped = fit_twin(measured, seed=5, budget=100, cpus=8, map=recorded)
+    assert mapped.config == serial.config and mapped.distance == serial.distance
+    assert mapped.cross_validation == serial.cross_validation and mapped.history == serial.history
+    tasks = [name for name, _ in recorded.calls]
+    # The timing simulation first, then the generations, then the cross-validation and the whole
+    # machine's runs in one call.
+    assert tasks[0] == "timed_simulation" and recorded.calls[0][1] == 1
+    assert set(tasks[1:-1]) == {"evaluate_batch"} and tasks[-1] == "simulated_counters"
+    assert recorded.calls[-1][1] >= 2  # cross-validation + at least one whole-machine run
