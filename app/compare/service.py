@@ -406,7 +406,7 @@ def annotate_metrics(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         values = [None if v is None else v * scale for v in m["values"]]
         if all(v is None for v in values):
             continue
-        stats = bool(m["verdict"])
+        stats = bool(m.get("verdict"))  # absent or empty: single runs, no statistics
         deltas = []
         for i, delta in enumerate(m["deltas"]):
             verdict = m["verdict"][i] if stats else None

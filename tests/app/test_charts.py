@@ -262,12 +262,9 @@ def test_summary_figures(result: dict[str, Any]) -> None:
     assert figures["wake_mean_us"]["better"] == "lower"
 
 
-def test_better_direction_and_verdicts() -> None:
-    better = {m.key: m.better for m in metrics.compared(["C6"])}
-    assert better["latency.wake.p99_ns"] == "lower"
-    assert better["ipi.ipis_avoided"] == "higher"
-    assert better["residency.C6"] is None
-    rows = annotate_metrics(
+def rows_input() -> list[dict[str, Any]]:
+    """Three compared metrics of two single runs, as /api/compare gives them."""
+    return (
         [
             {
                 "key": "latency.wake.mean_ns",
@@ -301,11 +298,27 @@ def test_better_direction_and_verdicts() -> None:
             },
         ]
     )
+
+
+def test_better_direction_and_verdicts() -> None:
+    better = {m.key: m.better for m in metrics.compared(["C6"])}
+    assert better["latency.wake.p99_ns"] == "lower"
+    assert better["ipi.ipis_avoided"] == "higher"
+    assert better["residency.C6"] is None
+    rows = annotate_metrics(rows_input())
     assert rows[0]["unit"] == "us" and rows[0]["values"] == [2.0, 1.0]
-    assert rows[0]["deltas"][1]["verdict"] == "better"
-    assert rows[1]["deltas"][1]["verdict"] == "worse"
-    assert rows[2]["unit"] == "%" and rows[2]["deltas"][1]["verdict"] is None
-    assert rows[2]["deltas"][1]["unit"] == "pp" and rows[2]["deltas"][1]["value"] == -25.0
+    # Single runs: the point delta is shown, never judged (a verdict needs repeats).
+    assert [r["deltas"][1]["verdict"] for r in rows] == [None, None, None]
+    assert rows[2]["unit"] == "%" and rows[2]["deltas"][1]["unit"] == "pp"
+    assert rows[2]["deltas"][1]["value"] == -25.0
+    # With the statistics' fields, their change, interval and verdict.
+    stats = {
+        "verdict": [None, "better"], "change": [None, -49.0], "ci95": [None, [-52.0, -46.0]],
+        "ci95_reason": [None, None], "stddev_pct": [1.5, 2.5],
+    }  # fmt: skip
+    (row,) = annotate_metrics([{**rows_input()[0], **stats}])
+    assert row["deltas"][1]["verdict"] == "better" and row["deltas"][1]["value"] == -49.0
+    assert row["deltas"][1]["ci95"] == [-52.0, -46.0] and row["spread"] == [1.5, 2.5]
 
 
 def test_json_script_cannot_break_out() -> None:
