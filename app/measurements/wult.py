@@ -664,6 +664,6 @@ def _classes(
     for r, req in enumerate(req_names):
         m_req = req_index == r
         out.append(one(req, "any", m_req))
-        for k in sorted(set(reached_index[m_req].tolist()), key=lambda k: reached_names[k]):
+        for k in sorted(np.unique(reached_index[m_req]).tolist(), key=lambda k: reached_names[k]):
             out.append(one(req, reached_names[k], m_req & (reached_index == k)))
     return tuple(out)
