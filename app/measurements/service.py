@@ -51,7 +51,7 @@ PER_CPU_COLUMNS = ("Busy%", "CPU%c1", "CPU%c6")
 # The magic bytes of the archives a wult result may come in: zip, gzip, bzip2, xz, and a plain tar.
 _ARCHIVE_MAGIC = (b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ")
 _MAX_FILES = 2
-# Imports parsed at once in this process: each holds up to ~200 MB while it parses a million rows.
+# Imports parsed at once in this process: each peaks at ~60 MB (tracemalloc) for a million rows.
 MAX_PARSING = 2
 PARSING_RETRY_AFTER_S = 2
 _parsing = threading.BoundedSemaphore(MAX_PARSING)

@@ -205,8 +205,9 @@ def test_peak_memory_is_the_kept_arrays_not_the_text() -> None:
     finally:
         tracemalloc.stop()
     assert m.count == rows
-    # Kept: four time columns, IntrOff, six residency columns and a code per row (83 bytes a row),
-    # allocated once; besides them, a block's transients and the classification's (37 MB here).
+    # Kept: four time columns, IntrOff, six residency columns and a code per row, allocated once
+    # (83 bytes a row as float64, the bound kept from then; 43 as the float32 they now are);
+    # besides them, a block's transients and the classification's.
     kept = rows * (4 * 8 + 1 + 6 * 8 + 2)
     assert peak < 3 * kept, (peak, kept, text_bytes)
 
