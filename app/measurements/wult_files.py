@@ -114,7 +114,9 @@ def read_datapoints(stream: IO[bytes], name: str, info: wult.WultInfo, size: int
     merged = _Merged(name, size)
     first_line = 2  # of the block's first line in the file
     blank_from: int | None = None  # the first of blank lines that must be followed by nothing
-    for block in _chain(head[len(header) :], second, blocks):
+    first_blocks = [head[len(header) :], second]
+    del head, second  # no block outlives its turn
+    for block in _chain(first_blocks, blocks):
         filled = block.rstrip(_BLANK)
         if filled and blank_from is not None:
             raise WultError(name, blank_from, None, "empty line")
@@ -152,13 +154,13 @@ def _blocks(stream: IO[bytes], name: str) -> Iterator[bytes]:
         yield rest
 
 
-def _chain(*parts: bytes | Iterator[bytes]) -> Iterator[bytes]:
-    for part in parts:
-        if isinstance(part, bytes):
-            if part:
-                yield part
-        else:
-            yield from part
+def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    """The non-empty blocks of `first`, popped as they go (so none is held after its turn), then `rest`."""
+    while first:
+        if part := first.pop(0):
+            yield part
+            del part
+    yield from rest
 
 
 def _moved(err: WultError, first_line: int) -> WultError:

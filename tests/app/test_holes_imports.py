@@ -215,7 +215,7 @@ def test_peak_memory_is_the_kept_arrays_not_the_text() -> None:
 def test_a_long_files_columns_are_float32_and_its_view_peaks_under_twice_their_float64_size() -> None:
     """200,000 wide rows imported and their view built: the kept float columns are float32 (half
     the bytes), and the peak of both steps stays under twice what the kept columns took as
-    float64 (83 bytes a row; the float64 import peaked at 180 bytes a row here, 138 now)."""
+    float64 (83 bytes a row; the float64 import peaked at 180 bytes a row here, 122 now)."""
     from app.measurements.service import build_view
 
     rows = 200_000
