@@ -148,15 +148,13 @@ class WultMeasurement:
 
     def wake_latency(self, req_cstate: str, reached: str | None = None) -> np.ndarray:
         """WakeLatency samples (ns) of a class, as wult plots them."""
-        out: np.ndarray = self.wake_latency_ns[self.mask(req_cstate, reached)]
-        return out
+        return _f64(self.wake_latency_ns[self.mask(req_cstate, reached)])
 
     def intr_latency(self, req_cstate: str, reached: str | None = None) -> np.ndarray | None:
         """IntrLatency samples (ns) of a class; None when the result has no IntrLatency column."""
         if self.intr_latency_ns is None:
             return None
-        out: np.ndarray = self.intr_latency_ns[self.mask(req_cstate, reached)]
-        return out
+        return _f64(self.intr_latency_ns[self.mask(req_cstate, reached)])
 
     def exit_latency_ns(self, req_cstate: str, reached: str | None = None) -> tuple[np.ndarray, str]:
         """Samples of the hardware exit (plus what cannot be separated from it), and what they are.
@@ -167,21 +165,19 @@ class WultMeasurement:
         """
         m = self.mask(req_cstate, reached)
         if self.intr_off is None:
-            return self.wake_latency_ns[
-                m
-            ], "WakeLatency (no IntrOff column: assumed taken with interrupts off)"
+            what = "WakeLatency (no IntrOff column: assumed taken with interrupts off)"
+            return _f64(self.wake_latency_ns[m]), what
         on = m & ~self.intr_off
         off = m & self.intr_off
         if on.any() and self.intr_latency_ns is None:
-            return self.wake_latency_ns[
-                off
-            ], "WakeLatency of IntrOff=1 rows (IntrOff=0 rows have no IntrLatency)"
+            what = "WakeLatency of IntrOff=1 rows (IntrOff=0 rows have no IntrLatency)"
+            return _f64(self.wake_latency_ns[off]), what
         parts = [self.wake_latency_ns[off]]
         what = ["WakeLatency of IntrOff=1 rows"] if off.any() else []
         if on.any() and self.intr_latency_ns is not None:
             parts.append(self.intr_latency_ns[on])
             what.append("IntrLatency of IntrOff=0 rows (exit + interrupt entry)")
-        return np.concatenate(parts), " and ".join(what) or "no rows"
+        return _f64(np.concatenate(parts)), " and ".join(what) or "no rows"
 
     def latency_stats(
         self, metric: Literal["WakeLatency", "IntrLatency"], req_cstate: str, reached: str | None = None
@@ -200,7 +196,7 @@ class WultMeasurement:
         any_class = {c.req_cstate: c for c in self.classes if c.reached == "any"}
         ldist = None
         if self.ldist_ns is not None and self.count:
-            lo, mid, hi = np.quantile(self.ldist_ns, [0.0, 0.5, 1.0]) / 1000.0
+            lo, mid, hi = np.quantile(_f64(self.ldist_ns), [0.0, 0.5, 1.0]) / 1000.0
             ldist = (float(lo), float(mid), float(hi))
         return WultConditions(
             cpu=self.info.cpu,
@@ -216,6 +212,12 @@ class WultMeasurement:
             return None
         v = self.ldist_ns if req_cstate is None else self.ldist_ns[self.mask(req_cstate)]
         return (float(v.min()), float(v.max())) if v.size else None
+
+
+def _f64(samples: np.ndarray) -> np.ndarray:
+    """Samples as float64 (a long file's columns are kept as float32, see `wult_files`), so what
+    is computed from them does not depend on how the file was read."""
+    return samples.astype(np.float64, copy=False)
 
 
 # ------------------------------------------------------------------------------------------- input
@@ -662,6 +664,6 @@ def _classes(
     for r, req in enumerate(req_names):
         m_req = req_index == r
         out.append(one(req, "any", m_req))
-        for k in sorted(set(reached_index[m_req].tolist()), key=lambda k: reached_names[k]):
+        for k in sorted(np.unique(reached_index[m_req]).tolist(), key=lambda k: reached_names[k]):
             out.append(one(req, reached_names[k], m_req & (reached_index == k)))
     return tuple(out)
