@@ -58,6 +58,7 @@ COST_LABELS: dict[str, tuple[str, str]] = {
     "entry_housekeeping_ns": ("Idle entry and governor select", "ns"),
     "irq_direct_saving_ns": ("IRQ_ENABLE direct-interrupt saving", "ns"),
     "sched_switch_ns": ("Idle exit and switch to the woken task", "ns"),
+    "llc_hit_ns": ("LLC hit (the line's last writer in core C3 or deeper)", "ns"),
     "spec_ctrl_write_ns": ("SPEC_CTRL write around MWAIT (IBRS states, SMT on)", "ns"),
 }
 

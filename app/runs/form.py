@@ -13,6 +13,7 @@ from app.core.web import fmt_num
 from app.platforms.service import COST_LABELS
 from engine.config import GovernorName, Mechanism, SimConfig
 from engine.governors import GOVERNOR_KERNEL, releases
+from engine.platforms import CostModel
 
 
 @dataclass
@@ -110,6 +111,12 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     hint="Blank: sockets x cores x threads. A machine's online CPUs, checked against it.",
                 ),
                 FormField(
+                    "topology.cpus_per_socket",
+                    "Online CPUs per socket",
+                    "int-list?",
+                    hint="Blank: even sockets. An uneven machine's CPUs per socket (52,42), one core each.",
+                ),
+                FormField(
                     "package.limit",
                     "Package C-state limit (BIOS)",
                     "select",
@@ -176,6 +183,14 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     "wakeups.tick.highres", "High-resolution timers (hrtimers do not keep the tick)", "bool"
                 ),
                 FormField("wakeups.tick.nohz_full", "nohz_full CPUs", "cpu-list", hint="Blank: none."),
+                FormField(
+                    "wakeups.tick.rcu_grace_period_us",
+                    "RCU callbacks keep the tick for (a guess)",
+                    "float?",
+                    "us",
+                    hint="Blank: off. A CPU that queued callbacks keeps its tick so long (rcu_needs_cpu()).",
+                ),
+                FormField("wakeups.tick.rcu_nocbs", "rcu_nocbs CPUs", "cpu-list", hint="Blank: none."),
                 FormField("wakeups.tick.handler_us", "Tick handler time (estimate)", "float", "us"),
             ],
             folded=True,
@@ -285,6 +300,13 @@ def form_value(data: Mapping[str, Any], f: FormField) -> Any:
     return "" if value is None else value
 
 
+def _costs_shown(costs: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's costs with the estimates of those it leaves unset (the LLC hit) filled in."""
+    if "llc_hit_ns" in costs or "line_same_socket_ns" not in costs:
+        return dict(costs)
+    return {**costs, "llc_hit_ns": CostModel.model_validate(costs).llc_hit().model_dump()}
+
+
 def platform_form_data(platforms: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What run_new.js needs to rebuild the per-state rows when the platform changes."""
     out = {}
@@ -302,7 +324,7 @@ def platform_form_data(platforms: Sequence[Mapping[str, Any]]) -> dict[str, Any]
                 }
                 for s in table["states"]
             ],
-            "costs": table.get("costs", {}),
+            "costs": _costs_shown(table.get("costs", {})),
             "busy_watts": table.get("busy_watts") or {"value": 5.0, "kind": "estimate"},
             "topology": table.get("topology", {}),
         }

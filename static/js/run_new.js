@@ -4,7 +4,7 @@
 // Inputs carry data-path="a.b.c" (the SimConfig field) and data-type:
 //   str, int, float, bool, int?, float? (blank = null: "use the platform's value"),
 //   float-omit (blank = leave out), select, select? (blank = null), cpus ("all" or a list),
-//   cpu-list (a list; blank = none).
+//   cpu-list (a list; blank = none), int-list? (a list; blank = null).
 // Timer rows use "wakeups.timers.#.field"; # becomes the row's position when sent.
 
 const form = document.getElementById("run-form");
@@ -140,7 +140,9 @@ document.getElementById("add-timer").addEventListener("click", () => addTimer())
 // ---- values in and out -----------------------------------------------------------------------
 
 function formatValue(value, type) {
-  if (type === "cpus" || type === "cpu-list") return Array.isArray(value) ? value.join(",") : String(value);
+  if (type === "cpus" || type === "cpu-list" || type === "int-list?") {
+    return Array.isArray(value) ? value.join(",") : value == null ? "" : String(value);
+  }
   if (value === null || value === undefined) return "";
   return String(value);
 }
@@ -172,6 +174,7 @@ function parseInput(input) {
     case "bool-omit": return raw === "" ? undefined : raw === "true";
     case "cpus": return parseCpus(raw);
     case "cpu-list": return raw.trim() === "" ? [] : parseCpus(raw);
+    case "int-list?": return raw.trim() === "" ? null : raw.split(/[\s,]+/).filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
     case "int": case "float": {
       if (raw.trim() === "") return null;
       const n = Number(raw);
@@ -274,7 +277,7 @@ form.addEventListener("submit", async (event) => {
   const { config, title, unlisted, repeats } = collect();
   const body = { config, title };
   if (unlisted) body.unlisted = true;
-  if (repeats !== undefined) body.repeats = repeats;
+  if (repeats != null) body.repeats = repeats;  // blank: one repeat
   try {
     const response = await fetch(form.dataset.api, {
       method: "POST",
