@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -648,7 +650,8 @@ def _load_builtin() -> dict[str, Platform]:
     return out
 
 
-BUILTIN_PLATFORMS: dict[str, Platform] = _load_builtin()
+# Read-only: every importer shares it (a custom platform never lands here).
+BUILTIN_PLATFORMS: Mapping[str, Platform] = MappingProxyType(_load_builtin())
 
 
 def load_platform(name: str) -> Platform:

@@ -263,3 +263,11 @@ def test_platform_without_poll_is_a_psci_shaped_table() -> None:
     data["states"][0]["flags"] = []
     with pytest.raises(ValidationError, match="state 0 is POLL"):
         Platform.model_validate(data)
+
+
+def test_the_builtin_platforms_are_read_only() -> None:
+    from engine.platforms import BUILTIN_PLATFORMS
+
+    with pytest.raises(TypeError):
+        BUILTIN_PLATFORMS["mine"] = BUILTIN_PLATFORMS["skx"]  # type: ignore[index]
+    assert "mine" not in BUILTIN_PLATFORMS
