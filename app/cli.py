@@ -10,24 +10,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from app.core.terminal import CliError, ProgressBar, errors_line, http_json
 from app.fits import cli as fits_cli
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """A user error: printed as one line, exit code 1."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,20 +38,7 @@ def _settings() -> Any:
     try:
         return get_settings()
     except ValidationError as exc:
-        raise CliError("bad IDLELAB_ setting: " + _errors_line(exc.errors(), prefix="IDLELAB_")) from None
-
-
-def _errors_line(errors: Any, prefix: str = "") -> str:
-    """Errors (the API's `detail`, or pydantic's) in one line, each naming its field (`body` left out)."""
-    if not isinstance(errors, list):
-        return str(errors)
-    parts = []
-    for e in errors:
-        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
-        if prefix:
-            loc = prefix + loc.upper()
-        parts.append(f"{loc}: {e['msg']}" if loc else str(e["msg"]))
-    return "; ".join(parts)
+        raise CliError("bad IDLELAB_ setting: " + errors_line(exc.errors(), prefix="IDLELAB_")) from None
 
 
 # --- serve ---------------------------------------------------------------------------------------
@@ -150,7 +131,7 @@ def _build_config(args: argparse.Namespace) -> Any:
                 return resolve_config(session, data, loc=())
         return resolve_config(_NoSession(), data, loc=())  # type: ignore[arg-type]
     except InvalidInput as exc:
-        raise CliError("invalid config: " + _errors_line(exc.detail)) from None
+        raise CliError("invalid config: " + errors_line(exc.detail)) from None
 
 
 def _needs_db(name: str, data: dict[str, Any]) -> bool:
@@ -200,34 +181,6 @@ class _database:  # noqa: N801 - used as a context manager
         self.db_engine.dispose()
         if exc_type is None:
             _say_database(self.settings, writes=self.writes)
-
-
-class ProgressBar:
-    """A progress bar on stderr, drawn from the engine's progress callback."""
-
-    WIDTH = 30
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.shown = -1
-        self.t0 = time.perf_counter()
-
-    def __call__(self, fraction: float) -> None:
-        if not self.enabled:
-            return
-        pct = int(max(0.0, min(1.0, fraction)) * 100)
-        if pct == self.shown:
-            return
-        self.shown = pct
-        filled = pct * self.WIDTH // 100
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
-        sys.stderr.write(f"\r[{bar}] {pct:3d}%  {time.perf_counter() - self.t0:6.1f} s")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.shown >= 0:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -541,32 +494,11 @@ def follow(read: Callable[[], dict[str, Any]], link: str) -> int:
     return 0 if counts["failed"] == 0 else 1
 
 
-def _http(method: str, url: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url,
-        data=data,
-        method=method,
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read()).get("detail")
-        except ValueError:
-            detail = exc.reason
-        raise CliError(f"{url}: {exc.code}: {_errors_line(detail)}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise CliError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from None
-
-
 def sweep_on_server(body: dict[str, Any], server: str) -> int:
     server = server.rstrip("/")
-    made = _http("POST", f"{server}/api/sweeps", body)
+    made = http_json("POST", f"{server}/api/sweeps", body)
     print(f"{made['points']} points; delete token {made['delete_token']}", file=sys.stderr)
-    return follow(lambda: _http("GET", f"{server}/api/sweeps/{made['id']}"), made["url"])
+    return follow(lambda: http_json("GET", f"{server}/api/sweeps/{made['id']}"), made["url"])
 
 
 def sweep_on_scheduler(body: dict[str, Any], scheduler: str, factory: Any, base_url: str) -> int:
@@ -581,9 +513,9 @@ def sweep_on_scheduler(body: dict[str, Any], scheduler: str, factory: Any, base_
             with session_scope(factory) as session:
                 made = service.submit(session, submit, SweepCreate.model_validate(body))
         except InvalidInput as exc:
-            raise CliError(_errors_line(exc.detail)) from None
+            raise CliError(errors_line(exc.detail)) from None
         except ValueError as exc:  # the body's own shape (pydantic)
-            raise CliError(_errors_line(exc.errors())) from None  # type: ignore[attr-defined]
+            raise CliError(errors_line(exc.errors())) from None  # type: ignore[attr-defined]
         print(f"{made['points']} points; delete token {made['delete_token']}", file=sys.stderr)
 
         def read() -> dict[str, Any]:
@@ -721,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(func=cmd_sweep)
 
     fits_cli.register(
-        sub, fits_cli.Helpers(_http, _errors_line, _database, lambda: _settings().base_url(), CliError)
+        sub, fits_cli.Helpers(http_json, errors_line, _database, lambda: _settings().base_url(), CliError)
     )
 
     from app.compare.cli import add_parser as add_compare

@@ -11,7 +11,6 @@ import difflib
 import functools
 import hashlib
 import json
-import math
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -26,7 +25,9 @@ from pydantic import (
 )
 
 from engine.governors import releases
+from engine.load_config import MAX_LOAD_CLASSES, LoadClass
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
+from engine.table_rules import MIN_TSC_MHZ, CostsConfig, PowerConfig, irq_enable_refusal, table_errors
 
 MAX_CPUS = 1024
 MAX_DURATION_MS = 60_000.0
@@ -218,121 +219,6 @@ class SchedWakeupSource(_Model):
     targets: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
 
 
-# ------------------------------------------------------------------------------- the idle load
-# What real idle servers show and independent Poisson streams cannot (DESIGN 7, "Twins"): long
-# governor-visible timers, bursts the governor cannot see, chains of follow-up work, and CPUs that
-# differ. Arrivals are drawn by engine.load; every figure below is a load parameter (a run input),
-# not a kernel fact.
-
-MAX_LOAD_CLASSES = 8
-MAX_LOAD_TIMERS = 4
-
-
-class LongTimer(_Model):
-    """A governor-visible timer re-armed after each expiry, with jitter.
-
-    `tick_nohz_get_sleep_length()` reports it, so menu and teo see it coming. `timer_wheel`
-    stands for a `timer_list` re-armed with `mod_timer()` (housekeeping of 1-4 s: writeback,
-    vmstat, neighbour tables): its expiry is rounded up to the wheel level's granularity
-    (kernel/time/timer.c calc_index(): level n holds 8^n jiffies per bucket, for timeouts from
-    63 * 8^(n-1) jiffies), so it fires up to one granule late. `hrtimer` stands for a periodic
-    hrtimer (10 ms-1 s: a polling driver, a watchdog, a user thread's nanosleep), exact to the ns.
-    Each interval is `period_us * (1 + jitter * (2u - 1))`, u uniform: the re-arming code runs at
-    a varying time after the expiry. The first expiry falls at a uniform phase of the period.
-    """
-
-    kind: Literal["timer_wheel", "hrtimer"] = "hrtimer"
-    period_us: Annotated[float, Field(ge=1_000, le=10_000_000)] = 1_000_000.0
-    jitter: Annotated[float, Field(ge=0, le=0.9)] = Field(
-        default=0.1, description="Spread of each interval, as a fraction of the period (uniform)."
-    )
-    handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
-        default=1.0, description="Timer interrupt handler time (estimate)."
-    )
-    work_us: Annotated[float, Field(ge=0, le=1_000_000)] = Field(
-        default=5.0, description="CPU time of what the expiry wakes (the timer's callback or thread)."
-    )
-
-
-class BurstSource(_Model):
-    """Governor-invisible wake-ups in bursts: a two-phase Markov-modulated Poisson process.
-
-    Device interrupts, IPIs and scheduler wake-ups from other CPUs reach an idle CPU without a
-    timer the governor could see (`tick_nohz_get_sleep_length()` knows only timers). On idle
-    servers they come in bursts (a network or storage interrupt and its completions, a kworker
-    waking its peers): a quiet phase at `quiet_rate_hz` alternates with a burst phase at
-    `burst_rate_hz`; both phases last an exponential time of the given mean. The process starts
-    in a phase drawn with the stationary probabilities.
-    """
-
-    quiet_rate_hz: Annotated[float, Field(ge=0, le=10_000)] = 2.0
-    burst_rate_hz: Annotated[float, Field(ge=0, le=100_000)] = 2_000.0
-    burst_mean_us: Annotated[float, Field(gt=0, le=10_000_000)] = Field(
-        default=2_000.0, description="Mean length of a burst phase."
-    )
-    quiet_mean_ms: Annotated[float, Field(gt=0, le=100_000)] = Field(
-        default=500.0, description="Mean length of a quiet phase."
-    )
-
-
-class FollowUps(_Model):
-    """Follow-up work: each wake-up of the class spawns another with `probability`.
-
-    After an interrupt, work often comes back shortly on the same CPU without a timer the
-    governor sees: a softirq handed to ksoftirqd, an RCU callback batch or grace-period kthread,
-    a kworker item queued by the handler. The delay is log-uniform between the two bounds; a
-    follow-up may spawn its own (a chain of geometric length, mean 1 / (1 - p) wake-ups).
-    """
-
-    probability: Annotated[float, Field(ge=0, le=0.95)] = 0.5
-    delay_min_us: Annotated[float, Field(gt=0, le=1_000_000)] = 50.0
-    delay_max_us: Annotated[float, Field(gt=0, le=1_000_000)] = 500.0
-
-    @model_validator(mode="after")
-    def _order(self) -> FollowUps:
-        if self.delay_max_us < self.delay_min_us:
-            raise ValueError(
-                f"delay_max_us: must be at least delay_min_us ({self.delay_min_us:g}), "
-                f"got {self.delay_max_us:g}"
-            )
-        return self
-
-
-class RunTime(_Model):
-    """CPU time each governor-invisible wake-up of the class runs after its handler: log-normal."""
-
-    median_us: Annotated[float, Field(ge=0, le=1_000_000)] = 5.0
-    sigma: Annotated[float, Field(ge=0, le=4)] = Field(
-        default=1.0, description="Shape of the log-normal (0: always the median)."
-    )
-
-
-class LoadClass(_Model):
-    """A class of CPUs and the idle load they carry.
-
-    CPUs differ on real machines: housekeeping CPUs (CPU 0 runs most timers and kthreads) and
-    the CPUs that device interrupts are affine to wake more often than the rest. Each class's
-    sources apply to its `cpus`; classes may overlap (their arrivals add up).
-    """
-
-    cpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
-    timers: list[LongTimer] = Field(default_factory=list, max_length=MAX_LOAD_TIMERS)
-    bursts: BurstSource | None = None
-    follow_ups: FollowUps | None = None
-    run_time: RunTime = Field(default_factory=RunTime)
-
-    def expected_rate_hz(self) -> float:
-        """Mean wake-ups per second per CPU of the class (follow-ups included)."""
-        rate = sum(1e6 / t.period_us for t in self.timers)
-        if self.bursts is not None:
-            b = self.bursts
-            quiet_s, burst_s = b.quiet_mean_ms / 1e3, b.burst_mean_us / 1e6
-            rate += (b.quiet_rate_hz * quiet_s + b.burst_rate_hz * burst_s) / (quiet_s + burst_s)
-        if self.follow_ups is not None:
-            rate /= 1.0 - self.follow_ups.probability
-        return rate
-
-
 class WakeupsConfig(_Model):
     tick: TickConfig = Field(default_factory=TickConfig)
     timers: list[TimerSource] = Field(default_factory=lambda: [TimerSource(period_us=4000.0)])
@@ -369,42 +255,6 @@ class IpiWakeupConfig(_Model):
     )
     irqs_off_across_wake: bool = Field(
         default=False, description="mwait_rfc: sender keeps interrupts off from WAKING to WOKENUP."
-    )
-
-
-class CostsConfig(_Model):
-    """Overrides of the platform's cost model (see `Platform.costs`); unset fields keep the platform's."""
-
-    tsc_mhz: Annotated[float | None, Field(gt=0, le=10_000)] = None
-    line_same_socket_ns: Annotated[float | None, Field(ge=0, le=10_000)] = None
-    line_other_socket_ns: Annotated[float | None, Field(ge=0, le=10_000)] = None
-    call_setup_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
-    apic_send_same_socket_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
-    apic_send_other_socket_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
-    ipi_delivery_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
-    irq_entry_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
-    exit_housekeeping_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
-    entry_housekeeping_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
-    irq_direct_saving_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
-    sched_switch_ns: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
-    spec_ctrl_write_ns: Annotated[float | None, Field(ge=0, le=100_000)] = None
-    llc_hit_ns: Annotated[float | None, Field(ge=0, le=10_000)] = Field(
-        default=None, exclude_if=lambda v: v is None  # added later: configs without it keep their hash
-    )
-
-
-class PowerConfig(_Model):
-    """Overrides of the power estimates: per core by core C-state, and per package (uncore) by
-    package C-state."""
-
-    state_watts: dict[str, Annotated[float, Field(ge=0, le=1000)]] = Field(
-        default_factory=dict, description="Watts of a core in the core C-state of the named table state."
-    )
-    busy_watts: Annotated[float | None, Field(ge=0, le=1000)] = Field(
-        default=None, description="Watts of a core in C0."
-    )
-    uncore_watts: dict[str, Annotated[float, Field(ge=0, le=1000)]] = Field(
-        default_factory=dict, description="Watts of a package's uncore per package state (PC0, PC2, PC6...)."
     )
 
 
@@ -707,77 +557,6 @@ class SimConfig(_Model):
 MIN_DURATION_MS = 0.001
 # Longest PM QoS limit: 10 s (beyond it the limit is no limit, and its nanoseconds overflow).
 MAX_LATENCY_LIMIT_US = 10_000_000.0
-# A TSC slower than 1 MHz, or an idle entry costing more than 10 ms, is a typo, not a platform.
-MIN_TSC_MHZ = 1.0
-MAX_ENTRY_COST_NS = 10_000_000.0
-MAX_STATES = 32
-# struct cpuidle_state's name[CPUIDLE_NAME_LEN] and desc[CPUIDLE_DESC_LEN] (include/linux/cpuidle.h,
-# 16 and 32 since cpuidle began): a custom state's name and desc are bounded as the kernel's are.
-CPUIDLE_NAME_LEN = 16
-CPUIDLE_DESC_LEN = 32
-# intel_idle_init_cstates_icpu() gives a CPUIDLE_FLAG_IBRS state intel_idle_ibrs() and an
-# INIT_XSTATE one intel_idle_xstate(), both entered with interrupts off, and WARNs if such a
-# state also has CPUIDLE_FLAG_IRQ_ENABLE (drivers/idle/intel_idle.c).
-IRQ_OFF_FLAGS = frozenset({"CPUIDLE_FLAG_IBRS", "CPUIDLE_FLAG_INIT_XSTATE"})
-
-
-def irq_enable_refusal(name: str, flags: list[str]) -> str | None:
-    """Why state `name` with `flags` cannot be entered with interrupts enabled (None: it can)."""
-    bad = IRQ_OFF_FLAGS & set(flags)
-    if not bad:
-        return None
-    return (
-        f"cannot enter {name} with interrupts enabled: it has {', '.join(sorted(bad))}, which intel_idle "
-        "never combines with IRQ_ENABLE (the IBRS and xstate enter paths run with interrupts off)"
-    )
-
-
-def _bounds(model: type[BaseModel], name: str) -> tuple[float, float]:
-    """The (low, high) a config override of `name` accepts: a table's own value may not go further."""
-    meta = model.model_fields[name].metadata
-    low = next((m.ge if m.ge is not None else m.gt for m in meta if hasattr(m, "ge")), 0.0)
-    high = next(m.le for m in meta if getattr(m, "le", None) is not None)
-    return float(low or 0.0), float(high)
-
-
-def _param_errors(value: float, low: float, high: float, loc: list[str | int]) -> list[dict[str, object]]:
-    if math.isfinite(value) and low <= value <= high:
-        return []
-    return [{"loc": loc, "msg": f"must be {low:g}..{high:g}, got {value!r}", "type": "value_error"}]
-
-
-def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object]]:
-    """Why a C-state table cannot be simulated: too many states, a name or desc longer than the
-    kernel holds, a state both IRQ_ENABLE and IBRS (or INIT_XSTATE), or a parameter that is not
-    a finite number within what the config's own overrides accept (a negative power, an entry
-    cost of 1e300 or a 1e-300 MHz clock would fail the run or make nonsense)."""
-    if len(table.states) > MAX_STATES:
-        msg = f"at most {MAX_STATES} states, got {len(table.states)}"
-        return [{"loc": [*loc, "states"], "msg": msg, "type": "too_long"}]
-    errors = []
-    for name in CostsConfig.model_fields:
-        low, high = _bounds(CostsConfig, name)
-        low = max(low, MIN_TSC_MHZ) if name == "tsc_mhz" else low
-        errors += _param_errors(table.costs.param(name).value, low, high, [*loc, "costs", name, "value"])
-    watts = _bounds(PowerConfig, "busy_watts")
-    errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
-    for i, s in enumerate(table.states):
-        at = [*loc, "states", i]
-        for field, text, size in (("name", s.name, CPUIDLE_NAME_LEN), ("desc", s.desc, CPUIDLE_DESC_LEN)):
-            if len(text) > size:
-                msg = f"at most {size} characters (CPUIDLE_{field.upper()}_LEN), got {len(text):,}"
-                errors.append({"loc": [*at, field], "msg": msg, "type": "too_long"})
-        refusal = irq_enable_refusal(s.name, s.flags)
-        if refusal and "CPUIDLE_FLAG_IRQ_ENABLE" in s.flags:
-            errors.append({"loc": [*at, "flags"], "msg": refusal, "type": "value_error"})
-        errors += _param_errors(s.power_watts.value, *watts, [*at, "power_watts", "value"])
-        errors += _param_errors(s.entry_cost_ns.value, 0, MAX_ENTRY_COST_NS, [*at, "entry_cost_ns", "value"])
-        if s.exit_latency_median_us is not None:
-            median = s.exit_latency_median_us.value
-            errors += _param_errors(median, 0, s.exit_latency_us, [*at, "exit_latency_median_us", "value"])
-    return errors
-
-
 def _canonical(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 

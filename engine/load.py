@@ -22,16 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.config import (
-    MAX_LOAD_CLASSES,
-    MAX_LOAD_TIMERS,
-    BurstSource,
-    FollowUps,
-    LoadClass,
-    LongTimer,
-    SimConfig,
-)
+from engine.config import SimConfig
 from engine.jit import compiled
+from engine.load_config import MAX_LOAD_CLASSES, MAX_LOAD_TIMERS, BurstSource, FollowUps, LoadClass, LongTimer
 from engine.streams import N_SOURCES, exponential, normal_quantile, stream_seeds, uniform
 
 # Per class: one stream per timer slot, then the bursts, the follow-ups and the run times.

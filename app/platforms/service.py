@@ -34,14 +34,9 @@ from app.platforms.machine import (
 )
 from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
-from engine.config import (
-    CPUIDLE_DESC_LEN,
-    GovernorName,
-    config_errors,
-    table_errors,
-    unknown_platform_message,
-)
+from engine.config import GovernorName, config_errors, unknown_platform_message
 from engine.intel_idle_table import TableStringError, apply_table_string, table_string
+from engine.table_rules import CPUIDLE_DESC_LEN, table_errors
 from engine.twin import CounterError, MachineCounters, unfit_reasons
 
 # The cost model's parameters as the platform page and the new-run form label them.

@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from engine.config import MAX_EXPECTED_EVENTS, LoadClass, SimConfig, TickConfig
+from engine.config import MAX_EXPECTED_EVENTS, SimConfig, TickConfig
+from engine.load_config import LoadClass
 from engine.platforms import Platform
 from engine.simulate import idle_counters
 from engine.twin.counters import (

@@ -12,7 +12,7 @@ import pytest
 
 from app.measurements.turbostat import TurbostatError, parse_turbostat
 from engine import SimConfig, load_platform
-from engine.config import CPUIDLE_DESC_LEN, table_errors
+from engine.table_rules import CPUIDLE_DESC_LEN, table_errors
 from tests.app.measurements.test_turbostat import COLUMNS, OUTPUT, PREAMBLE
 
 # The first data row of OUTPUT (the first interval's summary row) and its line number.

@@ -1,0 +1,128 @@
+"""The idle load's vocabulary as a run takes it (`wakeups.load`): long governor-visible timers,
+bursts the governor cannot see, chains of follow-up work and classes of CPUs that differ. The
+arrivals are drawn by `engine.load`; this is only what a config may say.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# What real idle servers show and independent Poisson streams cannot (DESIGN 7, "Twins"): long
+# governor-visible timers, bursts the governor cannot see, chains of follow-up work, and CPUs that
+# differ. Arrivals are drawn by engine.load; every figure below is a load parameter (a run input),
+# not a kernel fact.
+
+MAX_LOAD_CLASSES = 8
+MAX_LOAD_TIMERS = 4
+
+
+class LongTimer(_Model):
+    """A governor-visible timer re-armed after each expiry, with jitter.
+
+    `tick_nohz_get_sleep_length()` reports it, so menu and teo see it coming. `timer_wheel`
+    stands for a `timer_list` re-armed with `mod_timer()` (housekeeping of 1-4 s: writeback,
+    vmstat, neighbour tables): its expiry is rounded up to the wheel level's granularity
+    (kernel/time/timer.c calc_index(): level n holds 8^n jiffies per bucket, for timeouts from
+    63 * 8^(n-1) jiffies), so it fires up to one granule late. `hrtimer` stands for a periodic
+    hrtimer (10 ms-1 s: a polling driver, a watchdog, a user thread's nanosleep), exact to the ns.
+    Each interval is `period_us * (1 + jitter * (2u - 1))`, u uniform: the re-arming code runs at
+    a varying time after the expiry. The first expiry falls at a uniform phase of the period.
+    """
+
+    kind: Literal["timer_wheel", "hrtimer"] = "hrtimer"
+    period_us: Annotated[float, Field(ge=1_000, le=10_000_000)] = 1_000_000.0
+    jitter: Annotated[float, Field(ge=0, le=0.9)] = Field(
+        default=0.1, description="Spread of each interval, as a fraction of the period (uniform)."
+    )
+    handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=1.0, description="Timer interrupt handler time (estimate)."
+    )
+    work_us: Annotated[float, Field(ge=0, le=1_000_000)] = Field(
+        default=5.0, description="CPU time of what the expiry wakes (the timer's callback or thread)."
+    )
+
+
+class BurstSource(_Model):
+    """Governor-invisible wake-ups in bursts: a two-phase Markov-modulated Poisson process.
+
+    Device interrupts, IPIs and scheduler wake-ups from other CPUs reach an idle CPU without a
+    timer the governor could see (`tick_nohz_get_sleep_length()` knows only timers). On idle
+    servers they come in bursts (a network or storage interrupt and its completions, a kworker
+    waking its peers): a quiet phase at `quiet_rate_hz` alternates with a burst phase at
+    `burst_rate_hz`; both phases last an exponential time of the given mean. The process starts
+    in a phase drawn with the stationary probabilities.
+    """
+
+    quiet_rate_hz: Annotated[float, Field(ge=0, le=10_000)] = 2.0
+    burst_rate_hz: Annotated[float, Field(ge=0, le=100_000)] = 2_000.0
+    burst_mean_us: Annotated[float, Field(gt=0, le=10_000_000)] = Field(
+        default=2_000.0, description="Mean length of a burst phase."
+    )
+    quiet_mean_ms: Annotated[float, Field(gt=0, le=100_000)] = Field(
+        default=500.0, description="Mean length of a quiet phase."
+    )
+
+
+class FollowUps(_Model):
+    """Follow-up work: each wake-up of the class spawns another with `probability`.
+
+    After an interrupt, work often comes back shortly on the same CPU without a timer the
+    governor sees: a softirq handed to ksoftirqd, an RCU callback batch or grace-period kthread,
+    a kworker item queued by the handler. The delay is log-uniform between the two bounds; a
+    follow-up may spawn its own (a chain of geometric length, mean 1 / (1 - p) wake-ups).
+    """
+
+    probability: Annotated[float, Field(ge=0, le=0.95)] = 0.5
+    delay_min_us: Annotated[float, Field(gt=0, le=1_000_000)] = 50.0
+    delay_max_us: Annotated[float, Field(gt=0, le=1_000_000)] = 500.0
+
+    @model_validator(mode="after")
+    def _order(self) -> FollowUps:
+        if self.delay_max_us < self.delay_min_us:
+            raise ValueError(
+                f"delay_max_us: must be at least delay_min_us ({self.delay_min_us:g}), "
+                f"got {self.delay_max_us:g}"
+            )
+        return self
+
+
+class RunTime(_Model):
+    """CPU time each governor-invisible wake-up of the class runs after its handler: log-normal."""
+
+    median_us: Annotated[float, Field(ge=0, le=1_000_000)] = 5.0
+    sigma: Annotated[float, Field(ge=0, le=4)] = Field(
+        default=1.0, description="Shape of the log-normal (0: always the median)."
+    )
+
+
+class LoadClass(_Model):
+    """A class of CPUs and the idle load they carry.
+
+    CPUs differ on real machines: housekeeping CPUs (CPU 0 runs most timers and kthreads) and
+    the CPUs that device interrupts are affine to wake more often than the rest. Each class's
+    sources apply to its `cpus`; classes may overlap (their arrivals add up).
+    """
+
+    cpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
+    timers: list[LongTimer] = Field(default_factory=list, max_length=MAX_LOAD_TIMERS)
+    bursts: BurstSource | None = None
+    follow_ups: FollowUps | None = None
+    run_time: RunTime = Field(default_factory=RunTime)
+
+    def expected_rate_hz(self) -> float:
+        """Mean wake-ups per second per CPU of the class (follow-ups included)."""
+        rate = sum(1e6 / t.period_us for t in self.timers)
+        if self.bursts is not None:
+            b = self.bursts
+            quiet_s, burst_s = b.quiet_mean_ms / 1e3, b.burst_mean_us / 1e6
+            rate += (b.quiet_rate_hz * quiet_s + b.burst_rate_hz * burst_s) / (quiet_s + burst_s)
+        if self.follow_ups is not None:
+            rate /= 1.0 - self.follow_ups.probability
+        return rate
