@@ -652,9 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.set_defaults(func=cmd_sweep)
 
-    fits_cli.register(
-        sub, fits_cli.Helpers(http_json, errors_line, _database, lambda: _settings().base_url(), CliError)
-    )
+    fits_cli.register(sub, fits_cli.Helpers(_database, lambda: _settings().base_url()))
 
     from app.compare.cli import add_parser as add_compare
 

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.core.terminal import CliError, errors_line, http_json
+
 POLL_S = 0.5
 
 
@@ -28,11 +30,8 @@ POLL_S = 0.5
 class Helpers:
     """What the command uses of `app.cli` (above this layer), given when it registers."""
 
-    http: Callable[..., Any]  # (method, url, body) -> the JSON answer; raises `error` with the reason
-    errors_line: Callable[[Any], str]  # an error `detail` in one line, naming the fields
     database: Callable[[], Any]  # a context manager: the configured database migrated, its sessionmaker
     base_url: Callable[[], str]  # the configured server
-    error: type[Exception]  # a user error: one line, exit 1
 
 
 def register(sub: Any, helpers: Helpers) -> None:
@@ -65,9 +64,9 @@ def cmd_fit(args: argparse.Namespace, helpers: Helpers) -> int:
         view = on_scheduler(args.platform, body, args.scheduler, helpers)
     else:
         server = (args.server or helpers.base_url()).rstrip("/")
-        made = helpers.http("POST", f"{server}/api/platforms/{args.platform}/fit", body)
+        made = http_json("POST", f"{server}/api/platforms/{args.platform}/fit", body)
         print(f"fit {made['url']}; delete token {made['delete_token']}", file=sys.stderr, flush=True)
-        view = follow(lambda: helpers.http("GET", f"{server}/api/fits/{made['id']}"))
+        view = follow(lambda: http_json("GET", f"{server}/api/fits/{made['id']}"))
         view["link"] = made["url"]
     if args.json:
         text = json.dumps(view, indent=2)
@@ -140,17 +139,17 @@ def on_scheduler(platform: str, body: dict[str, Any], scheduler: str, helpers: H
             with session_scope(factory) as session:
                 made = service.submit(session, platform, FitCreate.model_validate(body))
         except InvalidInput as exc:
-            raise helpers.error(helpers.errors_line(exc.detail)) from None
+            raise CliError(errors_line(exc.detail)) from None
         except ValidationError as exc:
-            raise helpers.error(helpers.errors_line(exc.errors())) from None
+            raise CliError(errors_line(exc.errors())) from None
         except AppError as exc:
-            raise helpers.error(str(exc.detail)) from None
+            raise CliError(str(exc.detail)) from None
         link = helpers.base_url() + service.fit_path(made["id"])
         print(f"fit {link}; delete token {made['delete_token']}", file=sys.stderr, flush=True)
         try:
             client = Client(scheduler, timeout="10s", set_as_default=False)
         except OSError as exc:
-            raise helpers.error(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+            raise CliError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
         try:
             runner = FitRunner(factory, ClientCompute(client), runner_id=uuid.uuid4().hex, enabled=False)
             with session_scope(factory) as session:
