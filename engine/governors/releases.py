@@ -236,6 +236,48 @@ def _steps_through_commit(commit: str) -> list[Step]:
     raise KeyError(commit)
 
 
+def _tree_steps(canon: str) -> list[Step]:
+    """The steps the tree named by `canon` (a canonical name) has, in history order."""
+    if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
+        return _steps_through_release(canon)
+    if canon in STABLE:
+        rel = STABLE[canon]
+        ups = [b.upstream for b in rel.backports]
+        return _steps_through_release(rel.base) + [s for s in MAINLINE if s.commit in ups]
+    if canon in SIDE_COMMITS:
+        base, step = SIDE_COMMITS[canon]
+        return _steps_through_commit(base) + [step]
+    return _steps_through_commit(canon)
+
+
+def history_position(governor: str, name: str | None) -> float:
+    """Where `name` sits in the merged history above (ValueError: unknown): a commit at its index,
+    a tag just after its last commit, a stable release or a side commit just after its base."""
+    canon = resolve(governor, name).name
+    if not canon:
+        return -1.0
+    if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
+        return len(_steps_through_release(canon)) - 0.5
+    if canon in STABLE:
+        return history_position(governor, STABLE[canon].base) + 0.25
+    if canon in SIDE_COMMITS:
+        return history_position(governor, SIDE_COMMITS[canon][0]) + 0.25
+    return float(len(_steps_through_commit(canon)) - 1)
+
+
+def steps_between(governor: str, before: str | None, after: str | None) -> tuple[list[Step], list[Step]]:
+    """The governor's own and the core's steps that the tree `after` has and `before` has not, and
+    those `before` has and `after` has not (a stable release against a later tag, an older tree
+    after a newer one), each in history order (ValueError: an unknown name)."""
+    a, b = resolve(governor, before).name, resolve(governor, after).name
+    if not a or not b or governor not in KERNEL_GOVERNORS:
+        return [], []
+    ours = (governor, "cpuidle")
+    old, new = _tree_steps(a), _tree_steps(b)
+    added = [s for s in new if s not in old and s.file in ours]
+    return added, [s for s in old if s not in new and s.file in ours]
+
+
 def known_names(governor: str) -> list[str]:
     """Every name `governor.kernel` accepts for this governor, tags first."""
     if governor in ("ladder", "haltpoll"):
@@ -273,14 +315,12 @@ def resolve(governor: str, name: str | None) -> Resolved:
         return Resolved("", pack_variant((0,) * N_V), f"not a kernel governor: {what}")
     assert name is not None
     canon = _canonical(governor, name)
+    steps = _tree_steps(canon)
     if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
-        steps = _steps_through_release(canon)
         kind = "mainline tag" if canon in RELEASED_TAGS else "mainline prerelease"
         what = f"{governor}.c at {canon} ({kind})"
     elif canon in STABLE:
         rel = STABLE[canon]
-        ups = [b.upstream for b in rel.backports]
-        steps = _steps_through_release(rel.base) + [s for s in MAINLINE if s.commit in ups]
         listed = ", ".join(b.upstream + (f" (stable {b.stable_commit})" if b.stable_commit else "")
                            for b in rel.backports)
         what = f"{governor}.c at {canon}: {rel.base} with {listed} backported"
@@ -288,10 +328,8 @@ def resolve(governor: str, name: str | None) -> Resolved:
             what = f"teo.c at {canon}: {rel.base}'s (no teo backport listed for it)"
     elif canon in SIDE_COMMITS:
         base, step = SIDE_COMMITS[canon]
-        steps = _steps_through_commit(base) + [step]
         what = f"{governor}.c at {canon} ({step.subject}), on {base}"
     else:
-        steps = _steps_through_commit(canon)
         step = steps[-1]
         what = f"{governor}.c at {canon} ({step.subject}), mainline {step.release}"
         if step.file not in (governor, "cpuidle"):

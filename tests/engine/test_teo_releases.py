@@ -10,8 +10,9 @@ Each tree's pieces cite the patch that made them, by its linux-pm Message-ID:
   6.12 teo_reflect() with `time_span_ns` and `tick_hits` as its context shows).
 - v6.14, commit by commit: the January 2025 series "cpuidle: teo: Cleanups and very frequent
   wakeups handling update" (<6116275.lOV4Wx5bFT@rjwysocki.net>, applied with renames and comment
-  fixes only), in the order merged for v6.14-rc1 (<CAJZ5v0ip_MwjtS+2MfUqkdC+y6nSevQf8-bUosMkLt1yYJEpqA@mail.gmail.com>;
-  the ids from <173949780709.53790.1831563451220467737@gitolite.kernel.org>): 425b75364576
+  fixes only), in the order merged for v6.14-rc1
+  (<CAJZ5v0ip_MwjtS+2MfUqkdC+y6nSevQf8-bUosMkLt1yYJEpqA@mail.gmail.com>; the ids from
+  <173949780709.53790.1831563451220467737@gitolite.kernel.org>): 425b75364576
   <4619938.LvFx2qVVIh@rjwysocki.net>; 92ce5c07b7a1 <1907276.tdWV9SEqCh@rjwysocki.net>;
   ea185406d1ed <13676346.uLZWGnKmhe@rjwysocki.net>; b9a6af26bd83 <3327997.aeNJFYEL58@rjwysocki.net>;
   e24f8a55de50 <8472971.T7Z3S40VBb@rjwysocki.net>; d619b5cc6780 <1987985.PYKUYFuaPT@rjwysocki.net>;
@@ -371,7 +372,8 @@ class KernelTeo:
             idx = self.lookup(t, enabled, idx, idx0, idx_isum, imax_idx, tick_stopped)
         idx = min(idx, constraint_idx)
         low_latency = self.has("16c8d7586c19") and latency_req < LATENCY_THRESHOLD_NS
-        if (not idx or t.res[idx] < RESIDENCY_THRESHOLD_NS) and (2 * self.short_idles >= self.total or low_latency):
+        short = 2 * self.short_idles >= self.total
+        if (not idx or t.res[idx] < RESIDENCY_THRESHOLD_NS) and (short or low_latency):
             return idx, False
         duration = self.sleep_length_ns = sleep_length
         delta_tick = delta_next

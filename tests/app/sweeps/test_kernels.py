@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.sweeps.kernels import _group, kernel_link
+from app.runs.kernels import kernel_link
+from app.sweeps.kernels import _group
 from tests.app.factories import done_run, small_config
 
 KERNELS = ["v6.6", "db86f55bf81a", "v6.19"]
