@@ -110,7 +110,7 @@ def read_steps(
     """Figures per kernel (`kernels` in history order; `value(metric, i)` is kernel i's figure, None
     while unknown), each step's change, the commits of each step and the largest step:
     `{figures, steps, largest_step}`."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in figures(states):
         values = [value(m, i) for i in range(len(kernels))]
         rows.append({
