@@ -43,7 +43,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.7.0"
+ENGINE_VERSION = "0.8.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -445,6 +445,9 @@ class _Prepared:
             busy_share=float(busy_per_cpu.sum() / n),
             per_cpu_state_names=[s.name for s in states] + ["busy"],
             per_cpu_residency=np.column_stack((per_cpu, busy_per_cpu)).tolist(),
+            per_cpu_usage=self.st[K.ST_USAGE].tolist(),
+            per_cpu_above=self.st[K.ST_ABOVE].tolist(),
+            per_cpu_below=self.st[K.ST_BELOW].tolist(),
             latency=latency,
             ipi=ipi,
             timeline=self._timeline(),

@@ -412,10 +412,16 @@ def test_properties(config: SimConfig) -> None:
         assert len(row) == len(r.per_cpu_state_names)
         assert sum(row) == pytest.approx(1.0, abs=1e-9)
         assert all(-1e-9 <= v <= 1.0 + 1e-9 for v in row)
-    # cpuidle_enter_state() counters.
-    for s in r.states:
+    # cpuidle_enter_state() counters, per CPU as sysfs keeps them and added up.
+    for i, s in enumerate(r.states):
         assert s.usage >= 0 and s.time_ns >= 0
         assert s.above + s.below <= s.usage
+        for counter in ("usage", "above", "below"):
+            per_cpu = getattr(r, f"per_cpu_{counter}")
+            assert len(per_cpu) == n and sum(row[i] for row in per_cpu) == getattr(s, counter)
+        assert all(a + b <= u for u, a, b in zip(
+            (row[i] for row in r.per_cpu_usage), (row[i] for row in r.per_cpu_above),
+            (row[i] for row in r.per_cpu_below), strict=True))
         # Only an enter callback's negative return counts; poll_idle and intel_idle give none.
         assert s.rejected == 0
     # time_ns counts whole periods whose wake event came before the end, exit latency included,
