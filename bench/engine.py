@@ -13,7 +13,7 @@ alone.
 
 `bare_kernel_s` is a bare compiled event loop over the same workload's arrivals, measured side by
 side with the engine's loop (alternating, best of ten each): the same tournament-tree queue
-(`engine.kernel._queue_set`), every CPU's device interrupts, ticks at every boundary and calls,
+(`engine.kernel.queue.queue_set`), every CPU's device interrupts, ticks at every boundary and calls,
 each call posting a signal to its target that is taken as one more event; no governor, no state,
 no costs. `kernel_vs_bare` is bare_kernel_s / kernel_s: the engine's speed as a share of the
 bare loop's, for the same simulated second (the bare loop processes `bare_events` events).
@@ -61,7 +61,8 @@ def _bare_loop():  # type: ignore[no-untyped-def]
     """The bare event loop, compiled on first use (numba's cache kept with the engine's)."""
     from numba import njit
 
-    from engine.kernel import CPU_BITS, CPU_MASK, I_TICK_NS, _queue_set, new_queue
+    from engine.kernel.layout import I_TICK_NS
+    from engine.kernel.queue import CPU_BITS, CPU_MASK, new_queue, queue_set
 
     @njit(cache=False, _nrt=False, error_model="numpy")
     def loop(queue, irq_t, irq_off, snd_t, snd_dst, snd_off, irq_p, snd_p, tick, sig, tick_ns, t_end):  # type: ignore[no-untyped-def]
@@ -74,7 +75,7 @@ def _bare_loop():  # type: ignore[no-untyped-def]
                 t = min(t, irq_t[irq_p[c]])
             if snd_p[c] < snd_off[c + 1]:
                 t = min(t, snd_t[snd_p[c]])
-            _queue_set(queue, c, t)
+            queue_set(queue, c, t)
         while True:
             c = queue[1] & CPU_MASK
             t = queue[1] >> CPU_BITS
@@ -94,7 +95,7 @@ def _bare_loop():  # type: ignore[no-untyped-def]
                     nd = min(nd, irq_t[irq_p[d]])
                 if snd_p[d] < snd_off[d + 1]:
                     nd = min(nd, snd_t[snd_p[d]])
-                _queue_set(queue, d, nd)
+                queue_set(queue, d, nd)
             else:
                 tick[c] += tick_ns
             nt = min(tick[c], sig[c])
@@ -102,7 +103,7 @@ def _bare_loop():  # type: ignore[no-untyped-def]
                 nt = min(nt, irq_t[irq_p[c]])
             if snd_p[c] < snd_off[c + 1]:
                 nt = min(nt, snd_t[snd_p[c]])
-            _queue_set(queue, c, nt)
+            queue_set(queue, c, nt)
         return events
 
     def run(prepared):  # type: ignore[no-untyped-def]

@@ -2,7 +2,7 @@
 
 The engine draws a state's hardware exit latency as median * exp(sigma * Z), Z standard normal,
 with the table's worst case at the 99.99th percentile: sigma = ln(worst / median) / Z_9999
-(engine/simulate.py, engine/kernel.py). A fit therefore yields the same two numbers, the median
+(engine/simulate.py, engine/kernel/). A fit therefore yields the same two numbers, the median
 and the 99.99th percentile, from wult's samples of one state (one class of wake-ups: see
 app/measurements/wult.py for which samples measure the exit). No I/O here: arrays in, numbers out.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from engine.kernel import Z_9999
+from engine.kernel.cores import Z_9999
 from engine.platforms import CState, Param
 
 # Below this many samples neither the median nor the spread means much.

@@ -1,7 +1,7 @@
 """Threads, cores and packages: the arrays the event loop keeps them in, and the hardware view
 (turbostat's columns) and energy built from them.
 
-The event loop (`engine.kernel`, `Hw`) closes each interval of a core at a core C-state level,
+The event loop (`engine.kernel`, `layout.Hw`) closes each interval of a core at a core C-state level,
 and of a package group in a package state, as it ends; what is still open at the end of the
 run is closed here. Power figures are per-platform estimates, overridable per run (`power`).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import kernel as K
 from engine.config import SimConfig
+from engine.kernel import layout as K
 from engine.platforms import CORE_CSTATES, PackageState, Platform
 from engine.result import Energy, Hardware, HardwareGroup
 

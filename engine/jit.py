@@ -26,8 +26,9 @@ numba_config: Any = _numba_config  # its settings are set at run time, from the 
 
 COMPILED_MODULES = (
     "jit.py", "streams.py", "governors/common.py", "governors/menu.py", "governors/teo.py",
-    "governors/ladder.py", "governors/haltpoll.py", "governors/cpuidle.py", "kernel.py", "summary.py",
-    "load.py",
+    "governors/ladder.py", "governors/haltpoll.py", "governors/cpuidle.py", "kernel/layout.py",
+    "kernel/queue.py", "kernel/events.py", "kernel/cores.py", "kernel/calls.py", "kernel/loop.py",
+    "summary.py", "load.py",
 )
 
 
@@ -68,6 +69,6 @@ def compiled(*, inline: bool = False) -> Callable[[F], F]:
 
 
 def cache_is_warm() -> bool:
-    """Whether the event loop (`kernel.run_until`) is in the on-disk cache: if not, the next run
-    in a fresh process compiles it first (~20 s on a 2-core machine)."""
-    return any(Path(CACHE_DIR).glob("**/kernel.run_until-*.nbc"))
+    """Whether the event loop (`engine.kernel.loop.run_until`) is in the on-disk cache: if not, the
+    next run in a fresh process compiles it first (~20 s on a 2-core machine)."""
+    return any(Path(CACHE_DIR).glob("**/loop.run_until-*.nbc"))

@@ -219,6 +219,15 @@ class SimResult(_Model):
     busy_share: float
     per_cpu_state_names: list[str]
     per_cpu_residency: list[list[float]] = Field(description="Per CPU: share in each state, then busy.")
+    per_cpu_usage: list[list[int]] = Field(
+        default_factory=list, description="Per CPU, per state: cpuidle's `usage` (entries), as sysfs counts them."
+    )
+    per_cpu_above: list[list[int]] = Field(
+        default_factory=list, description="Per CPU, per state: `above` (stays shorter than the target residency)."
+    )
+    per_cpu_below: list[list[int]] = Field(
+        default_factory=list, description="Per CPU, per state: `below` (a shallower state would have sufficed)."
+    )
     latency: dict[str, LatencyStats]
     ipi: IpiStats
     timeline: list[Timeline]

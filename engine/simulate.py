@@ -13,10 +13,14 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from engine import kernel as K
 from engine.config import SimConfig
 from engine.governors import GOVERNOR_IDS, INF, init_governor_state, releases
 from engine.hardware import hardware_arrays, hardware_result
+from engine.kernel import layout as K
+from engine.kernel.cores import Z_9999
+from engine.kernel.events import schedule_all
+from engine.kernel.loop import run_until
+from engine.kernel.queue import new_queue
 from engine.load import LoadArrivals, draw_load, merge_wakeups
 from engine.platforms import CState, Platform
 from engine.result import (
@@ -43,7 +47,7 @@ from engine.streams import (
 )
 from engine.summary import latency_stats
 
-ENGINE_VERSION = "0.7.0"
+ENGINE_VERSION = "0.8.0"
 
 CPUIDLE_POLL_MIN_NS = 10_000
 # With no timer queued, the governor's sleep length is capped here (a real system always has
@@ -144,7 +148,7 @@ class _Prepared:
         self.median_ns = np.array([m.value * 1000 for _, m in rows], dtype=np.float64)
         self.sigma = np.array(
             [
-                math.log(worst * 1000 / m) / K.Z_9999 if m > 0 and worst * 1000 > m else 0.0
+                math.log(worst * 1000 / m) / Z_9999 if m > 0 and worst * 1000 > m else 0.0
                 for (worst, _), m in zip(rows, self.median_ns, strict=True)
             ]
         )
@@ -286,7 +290,7 @@ class _Prepared:
         cs[:, K.C_WORD_READER] = cpus
         cs[:, K.C_SPIN_FROM] = INF
         self.cs = cs
-        self.queue = K.new_queue(n)
+        self.queue = new_queue(n)
         self.g = init_governor_state(n, S, 1 if is_poll0 else 0)
         self.q_t = np.zeros((n, K.Q_CAP), dtype=np.int64)
         self.q_kind = np.zeros((n, K.Q_CAP), dtype=np.int64)
@@ -337,7 +341,7 @@ class _Prepared:
         pkg_states = len(table.package_states()) - 1
         all_allowed = pkg_states > 0 and len(table.allows(config.package.limit)) == pkg_states
         ip[K.I_PKG_DEEP] = len(self.hw.pk_level) - 1 if all_allowed else -1
-        K.schedule_all(cs, self.queue, ip, self.arr)
+        schedule_all(cs, self.queue, ip, self.arr)
 
     def _timeline_rows(self) -> int:
         """Room for every idle period the timeline can record.
@@ -365,7 +369,7 @@ class _Prepared:
         return rows
 
     def step(self, t_stop: int) -> None:
-        K.run_until(t_stop, self.cpus, self.tab, self.arr, self.stats, self.fp, self.ip, self.hw)
+        run_until(t_stop, self.cpus, self.tab, self.arr, self.stats, self.fp, self.ip, self.hw)
 
     # ------------------------------------------------------------------------------------ result
 
@@ -445,6 +449,9 @@ class _Prepared:
             busy_share=float(busy_per_cpu.sum() / n),
             per_cpu_state_names=[s.name for s in states] + ["busy"],
             per_cpu_residency=np.column_stack((per_cpu, busy_per_cpu)).tolist(),
+            per_cpu_usage=self.st[K.ST_USAGE].tolist(),
+            per_cpu_above=self.st[K.ST_ABOVE].tolist(),
+            per_cpu_below=self.st[K.ST_BELOW].tolist(),
             latency=latency,
             ipi=ipi,
             timeline=self._timeline(),

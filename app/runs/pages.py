@@ -151,18 +151,26 @@ def run_csv(run_id: str, session: SessionDep) -> StreamingResponse:
 
 @router.get("/runs/{run_id}/per-cpu.csv", name="run_per_cpu_csv")
 def run_per_cpu_csv(run_id: str, session: SessionDep) -> Response:
-    """The per-CPU residency table: one row per logical CPU (socket, core, thread), a column per
-    state and C0, shares in %, as the run page's heatmap shows them."""
+    """The per-CPU table: one row per logical CPU (socket, core, thread), a column per state and
+    C0 with its share in % (as the run page's heatmap shows them), then per state the counters
+    sysfs keeps per CPU (`usage`, `above`, `below`; empty for a result of an engine before 0.8)."""
     view = views.load_run_view(session, run_id)
     if view.result is None:
         raise NotFound(f"run {run_id!r} has no result yet (status {view.status})")
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    names = charts.per_cpu_names(view.result)
-    w.writerow(["cpu", "socket", "core", "thread", *(f"{n}%" for n in names)])
-    rows = view.result["per_cpu_residency"]
-    for socket, core, thread, cpu in charts.cpu_places(view.result):
-        w.writerow([cpu, socket, core, thread, *(f"{v * 100:.4f}" for v in rows[cpu])])
+    result = view.result
+    names = charts.per_cpu_names(result)
+    states = [s["name"] for s in result["states"]]
+    counters = [(c, result.get(f"per_cpu_{c}") or []) for c in ("usage", "above", "below")]
+    w.writerow([
+        "cpu", "socket", "core", "thread", *(f"{n}%" for n in names),
+        *(f"{s} {c}" for c, _ in counters for s in states),
+    ])
+    rows = result["per_cpu_residency"]
+    for socket, core, thread, cpu in charts.cpu_places(result):
+        counts = [v for _, per_cpu in counters for v in (per_cpu[cpu] if per_cpu else [""] * len(states))]
+        w.writerow([cpu, socket, core, thread, *(f"{v * 100:.4f}" for v in rows[cpu]), *counts])
     headers = {"Content-Disposition": f'attachment; filename="idlelab-{run_id}-per-cpu.csv"'}
     return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 

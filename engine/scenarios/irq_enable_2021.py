@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.kernel import Z_9999
+from engine.kernel.cores import Z_9999
 from engine.platforms import BUILTIN_PLATFORMS
 from engine.scenarios.framework import (
     M_BUSY,

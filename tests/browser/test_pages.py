@@ -238,7 +238,10 @@ def test_per_cpu_table_download_by_socket_core_thread(api: httpx.Client, default
     assert "attachment" in r.headers["content-disposition"]
     rows = list(csv.reader(io.StringIO(r.text)))
     result = default_run["result"]
-    assert rows[0][:4] == ["cpu", "socket", "core", "thread"] and rows[0][-1] == "C0%"
+    states = [s["name"] for s in default_run["result"]["states"]]
+    width = len(default_run["result"]["per_cpu_state_names"])
+    assert rows[0][:4] == ["cpu", "socket", "core", "thread"] and rows[0][3 + width] == "C0%"
+    assert rows[0][4 + width :] == [f"{s} {c}" for c in ("usage", "above", "below") for s in states]
     body = rows[1:]
     assert len(body) == result["cpus"] == 96
     assert [row[:4] for row in body[:3]] == [
@@ -248,7 +251,13 @@ def test_per_cpu_table_download_by_socket_core_thread(api: httpx.Client, default
     ]
     assert body[48][:4] == ["48", "1", "0", "0"]
     cpu24 = next(row for row in body if row[0] == "24")
-    assert [float(v) for v in cpu24[4:]] == pytest.approx(
+    assert [float(v) for v in cpu24[4 : 4 + width]] == pytest.approx(
         [v * 100 for v in result["per_cpu_residency"][24]], abs=1e-3
     )
+    # Each state's per-CPU counters add up to the run's own; a deep state has entries that were too short.
+    for k, counter in enumerate(("usage", "above", "below")):
+        for i, s in enumerate(result["states"]):
+            column = 4 + width + k * len(states) + i
+            assert sum(int(row[column]) for row in body) == s[counter]
+    assert sum(int(row[4 + width + len(states) + len(states) - 1]) for row in body) > 0
     assert api.get("/runs/nope/per-cpu.csv").status_code == 404

@@ -31,8 +31,9 @@ def test_import_engine_pulls_in_no_web_or_storage_code() -> None:
 
 def test_every_engine_module_is_pure() -> None:
     # Import every module of the package (not only what __init__ pulls in), then check again.
-    names = sorted(p.stem for p in Path(engine.__file__).parent.glob("*.py") if p.stem != "__init__")
-    names += sorted(f"governors.{p.stem}" for p in (Path(engine.__file__).parent / "governors").glob("*.py"))
-    assert {"config", "kernel", "platforms", "result", "simulate"} <= set(names)
+    root = Path(engine.__file__).parent
+    names = sorted(".".join(p.relative_to(root).with_suffix("").parts) for p in root.rglob("*.py"))
+    names = [n.removesuffix(".__init__") for n in names if n != "__init__"]
+    assert {"config", "kernel", "kernel.loop", "platforms", "result", "simulate", "scenarios.framework"} <= set(names)
     modules = _modules_after("\n".join(f"import engine.{n}" for n in names))
     assert _offenders(modules) == []

@@ -16,8 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SimConfig, SimResult, custom_platform, engine_version, load_platform, simulate
-from engine import kernel as K
-from engine.governors import G_LAST_RES, G_M_INTERVALS, G_M_PTR, G_NEEDS_UPDATE, UINT_MAX
+from engine.kernel import layout as K
+from engine.kernel.calls import word_read, word_write
+from engine.kernel.events import schedule, tick_kept
+from engine.kernel.queue import CPU_BITS, new_queue, queue_set
+from engine.governors import G_LAST_RES, G_M_INTERVALS, G_M_PTR, G_NEEDS_UPDATE, INF, UINT_MAX
 from engine.simulate import CHUNKS, _poll_limit_ns, _Prepared
 from engine.streams import SRC_IRQ, SRC_KERNEL, SRC_TIMERS, arrival_streams, first_uniforms, stream_seeds
 
@@ -315,15 +318,15 @@ def test_event_queue_root_is_the_earliest_event(n: int) -> None:
     # The tournament tree climbs two levels per turn (its leaf count is a power of 4): after
     # any sequence of updates, the root is the smallest (time, CPU) pair, ties to the lower CPU.
     rng = np.random.default_rng(n)
-    queue = K.new_queue(n)
+    queue = new_queue(n)
     times = np.full(n, -1)
     for _ in range(300):
         c = int(rng.integers(n))
         times[c] = int(rng.integers(0, 50))  # few distinct times: many ties
-        K._queue_set(queue, c, times[c])
+        queue_set(queue, c, times[c])
         scheduled = np.flatnonzero(times >= 0)
         first = scheduled[np.argmin(times[scheduled])]  # argmin takes the lowest CPU on ties
-        assert queue[1] == (times[first] << K.CPU_BITS) | first
+        assert queue[1] == (times[first] << CPU_BITS) | first
 
 
 # ------------------------------------------------------------------------------------ properties
@@ -412,10 +415,16 @@ def test_properties(config: SimConfig) -> None:
         assert len(row) == len(r.per_cpu_state_names)
         assert sum(row) == pytest.approx(1.0, abs=1e-9)
         assert all(-1e-9 <= v <= 1.0 + 1e-9 for v in row)
-    # cpuidle_enter_state() counters.
-    for s in r.states:
+    # cpuidle_enter_state() counters, per CPU as sysfs keeps them and added up.
+    for i, s in enumerate(r.states):
         assert s.usage >= 0 and s.time_ns >= 0
         assert s.above + s.below <= s.usage
+        for counter in ("usage", "above", "below"):
+            per_cpu = getattr(r, f"per_cpu_{counter}")
+            assert len(per_cpu) == n and sum(row[i] for row in per_cpu) == getattr(s, counter)
+        assert all(a + b <= u for u, a, b in zip(
+            (row[i] for row in r.per_cpu_usage), (row[i] for row in r.per_cpu_above),
+            (row[i] for row in r.per_cpu_below), strict=True))
         # Only an enter callback's negative return counts; poll_idle and intel_idle give none.
         assert s.rejected == 0
     # time_ns counts whole periods whose wake event came before the end, exit latency included,
@@ -556,7 +565,7 @@ def test_tick_stays_when_a_timer_is_due_within_the_period() -> None:
         tick_ns = 1_000_000_000 // int(rng.choice([100, 250, 300, 1000]))
         t = int(rng.integers(0, 50 * tick_ns))
         timers = np.array(
-            [[t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(K.INF)] for _ in range(3)],
+            [[t + int(rng.integers(0, 3 * tick_ns)) if rng.random() < 0.9 else int(INF)] for _ in range(3)],
             dtype=np.int64,
         )
         wheel = (rng.random(3) < 0.5).astype(np.int64)
@@ -564,9 +573,9 @@ def test_tick_stays_when_a_timer_is_due_within_the_period() -> None:
         cs[0, K.C_TICK_STOPPED] = int(stopped)
         cs[0, K.C_TICK_NEXT] = (t // tick_ns + int(rng.integers(-1, 3))) * tick_ns  # the CPU's tick hint
         basemono = t // tick_ns * tick_ns
-        next_wheel = min([int(timers[k, 0]) for k in range(3) if wheel[k]], default=int(K.INF))
+        next_wheel = min([int(timers[k, 0]) for k in range(3) if wheel[k]], default=int(INF))
         kernel_keeps = not stopped and next_wheel - basemono <= tick_ns
-        assert bool(K._tick_stays(cs, 0, t, timers, wheel, tick_ns)) == kernel_keeps
+        assert bool(tick_kept(cs, 0, t, timers, wheel, tick_ns)) == kernel_keeps
 
 
 def test_an_hrtimer_no_longer_keeps_the_tick_with_high_resolution_timers() -> None:
@@ -661,7 +670,7 @@ def test_wakeup_around_entry_is_the_kernels(mechanism: str) -> None:
         g[0, G_LAST_RES] = 777
         g[0, G_NEEDS_UPDATE] = 0  # as menu_select() leaves it
         ptr = int(g[0, G_M_PTR])  # where the next selection's push goes
-        K._schedule(cs, run.queue, 0, run.ip, run.arr)
+        schedule(cs, run.queue, 0, run.ip, run.arr)
         run.step(T + 300 * US)
         rows = run.tl[: run.ctr[K.K_TL]]
         counted = rows[(rows[:, 0] == 0) & (rows[:, 1] == start)]
@@ -735,7 +744,7 @@ def test_idle_word_line_transfers_follow_the_coherence_rule() -> None:
                 others = owner[word] is not None or bool(sharers[word] - {party})
                 want = int(owner[word] != party and others)
                 owner[word], sharers[word] = party, set()
-                cyc = K._word_write(cs, seen, ctr, fp, party, word, False)
+                cyc = word_write(cs, seen, ctr, fp, party, word, False)
             else:
                 if owner[word] == party or party in sharers[word]:
                     want = 0
@@ -746,7 +755,7 @@ def test_idle_word_line_transfers_follow_the_coherence_rule() -> None:
                         owner[word] = None
                     else:
                         sharers[word].add(party)
-                cyc = K._word_read(cs, seen, ctr, fp, party, word, False)
+                cyc = word_read(cs, seen, ctr, fp, party, word, False)
             assert (cyc > 0) == bool(want), (party, word, write)
         assert ctr[K.K_LT_SAME] + ctr[K.K_LT_SAME + 1] == ctr[K.K_LT_SENDER]
 

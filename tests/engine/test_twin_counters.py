@@ -11,7 +11,7 @@ import pytest
 
 from app.platforms.sysfs import parse_dump
 from engine import SimConfig, simulate
-from engine import kernel as K
+from engine.kernel import layout as K
 from engine.simulate import _Prepared, idle_counters
 from engine.twin.counters import CounterError, MachineCounters, cpu_classes, figures, most_different_cpu
 
