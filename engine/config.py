@@ -162,7 +162,8 @@ class TickConfig(_Model):
     rcu_grace_period_us: Annotated[float, Field(gt=0, le=1_000_000)] | None = Field(
         default=None,
         description="Each task run after an idle exit queues an RCU callback that waits this long for "
-        "its grace period; meanwhile rcu_needs_cpu() keeps a running tick (tick_nohz_next_event()). "
+        "its grace period; meanwhile rcu_needs_cpu() keeps a running tick and wakes a stopped one a "
+        "jiffy ahead (tick_nohz_next_event()). "
         "A model parameter (a guess: grace periods take a few ticks). Unset: no RCU callbacks.",
     )
     rcu_nocbs: list[Annotated[int, Field(ge=0)]] = Field(

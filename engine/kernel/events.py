@@ -43,6 +43,7 @@ from engine.kernel.layout import (
     I_IRQ_WORK_EXP,
     I_IS_POLL0,
     P_IRQ_WORK,
+    TICK_REARMED,
     Arrivals,
 )
 from engine.kernel.queue import queue_set
@@ -74,7 +75,7 @@ def schedule(
     t, k = next_timer(arr.tm_next, c)
     kind = EV_TIMER
     arg = k
-    if cs[c, C_TICK_STOPPED] == 0 and cs[c, C_TICK_NEXT] < t:
+    if cs[c, C_TICK_STOPPED] != 1 and cs[c, C_TICK_NEXT] < t:  # running, or re-armed once
         t = cs[c, C_TICK_NEXT]
         kind = EV_TICK
     if cs[c, C_IRQ_NEXT] < t:
@@ -168,6 +169,22 @@ def tick_after(cs: np.ndarray, c: int, t: int, tick_ns: int) -> int:
 
 
 @compiled(inline=True)
+def rcu_needs_cpu(cs: np.ndarray, c: int, t: int) -> bool:
+    """rcu_needs_cpu() (kernel/rcu/tree.c): callbacks queued on CPU c and not offloaded."""
+    return cs[c, C_RCU_UNTIL] > t and cs[c, C_RCU_NOCB] == 0
+
+
+@compiled(inline=True)
+def tick_fired(cs: np.ndarray, c: int, t: int, tick_ns: int) -> None:
+    """The tick's timer has fired at t: the next tick is a period on; a stopped tick's timer
+    re-armed for one jiffy (TICK_REARMED) is not re-armed again (tick_nohz_handler() leaves a
+    stopped tick's timer alone)."""
+    cs[c, C_TICK_NEXT] = tick_after(cs, c, t, tick_ns)
+    if cs[c, C_TICK_STOPPED] == TICK_REARMED:
+        cs[c, C_TICK_STOPPED] = 1
+
+
+@compiled(inline=True)
 def tick_kept(
     cs: np.ndarray, c: int, t: int, tm_next: np.ndarray, tm_keeps_tick: np.ndarray, tick_ns: int
 ) -> bool:
@@ -181,7 +198,7 @@ def tick_kept(
     softirqs, the other reasons, have no source in the model."""
     if cs[c, C_TICK_STOPPED] != 0:
         return False
-    if cs[c, C_RCU_UNTIL] > t and cs[c, C_RCU_NOCB] == 0:
+    if rcu_needs_cpu(cs, c, t):
         return True
     horizon = tick_after(cs, c, t, tick_ns)
     for k in range(tm_next.shape[0]):

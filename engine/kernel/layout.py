@@ -20,7 +20,7 @@ import numpy as np
     C_STATE,
     C_IDLE_START,  # cpuidle_enter_state()'s time_start
     C_MWAIT_AT,  # the wait itself starts (after the state's entry cost)
-    C_TICK_STOPPED,
+    C_TICK_STOPPED,  # 0 running, 1 stopped, TICK_REARMED: stopped, its timer re-armed for one jiffy
     C_TICK_NEXT,
     C_IRQ_PTR,
     C_IRQ_NEXT,  # the next device interrupt (irq_t[C_IRQ_PTR]), INF when there is none
@@ -54,6 +54,11 @@ import numpy as np
     C_RCU_NOCB,  # 1 on an `rcu_nocbs` CPU: its callbacks are offloaded and never keep the tick
     N_CPU_COLS,
 ) = range(39)
+
+# C_TICK_STOPPED with RCU callbacks waiting on a CPU whose tick is already stopped:
+# tick_nohz_next_event() takes the next event a jiffy after the last one and, the tick being
+# stopped, does not bail out, so the stopped tick's timer is programmed there (one wake-up).
+TICK_REARMED = 2
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)

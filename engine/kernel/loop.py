@@ -31,10 +31,12 @@ from engine.kernel.cores import exit_latency, hw_enter, hw_leave
 from engine.kernel.events import (
     irq_work_ns,
     next_timer,
+    rcu_needs_cpu,
     rearm_timer,
     schedule,
     take_irq,
     tick_after,
+    tick_fired,
     tick_kept,
 )
 from engine.kernel.layout import (
@@ -127,6 +129,7 @@ from engine.kernel.layout import (
     ST_RESIDENT,
     ST_TIME,
     ST_USAGE,
+    TICK_REARMED,
     Arrivals,
     Cpus,
     Hw,
@@ -232,7 +235,7 @@ def _wake_from_idle(
                 sample(stats, L_IRQ, t_irq - t)
                 take_irq(cs, c, arr)
             else:
-                cs[c, C_TICK_NEXT] = tick_after(cs, c, t, tick_ns)
+                tick_fired(cs, c, t, tick_ns)
                 g[c, G_TICK_WAKEUP] = 1  # tick_nohz_idle_got_tick() at the next reflect
             cs[c, C_FREE_AT] = t_hend  # not a wake-up: no WakeLatency or IntrLatency sample
             # The loop checks its time limit after the handler returns.
@@ -329,7 +332,7 @@ def _wake_from_idle(
     elif kind == EV_IRQ:
         take_irq(cs, c, arr)
     elif kind == EV_TICK:
-        cs[c, C_TICK_NEXT] = tick_after(cs, c, t, tick_ns)
+        tick_fired(cs, c, t, tick_ns)
     last_res = _account_idle(st, c, s, start, ret, t_end, tab)
     got_tick = kind == EV_TICK or g[c, G_TICK_WAKEUP] != 0  # a tick handled in POLL counts too
     reflect(ip[I_GOV], g, c, s, last_res, got_tick, kind == EV_POLL_TIMEOUT)
@@ -398,7 +401,7 @@ def _while_running(
         rearm_timer(arr, arg, c, t)
     elif kind == EV_TICK:
         cs[c, C_BUSY_UNTIL] = busy + e_ns + int(fp[P_TICK_HANDLER])
-        cs[c, C_TICK_NEXT] = tick_after(cs, c, t, tick_ns)
+        tick_fired(cs, c, t, tick_ns)
     elif kind == EV_IRQ:
         sample(stats, L_IRQ, take + e_ns - t)
         work = irq_work_ns(cs, c, arr, rng, fp, ip)
@@ -475,12 +478,21 @@ def _enter_idle(
     t_start = t + int(fp[P_ENTRY_HK])
     timer, _ = next_timer(arr.tm_next, c)
     sleep_length = min(max(timer - t_start, 0), ip[I_MAX_SLEEP])
-    tick_stopped = cs[c, C_TICK_STOPPED] == 1
+    tick_stopped = cs[c, C_TICK_STOPPED] != 0
     delta_tick = sleep_length
     if not tick_stopped or ip[I_NOHZ] == 0:
         delta_tick = tick_after(cs, c, t_start, tick_ns) - t_start
     if ip[I_NOHZ] == 0:
         sleep_length = min(sleep_length, delta_tick)
+    # The tick already stopped and RCU callbacks waiting here: tick_nohz_next_event() takes the
+    # next event a jiffy after the last one (`basemono + TICK_NSEC`) and, the tick being stopped,
+    # does not bail out, so the governor is told that and the stopped tick's timer is programmed
+    # there (kernel/time/tick-sched.c).
+    rearm = tick_stopped and ip[I_NOHZ] == 1 and rcu_needs_cpu(cs, c, t_start)
+    if rearm:
+        jiffy = tick_after(cs, c, t_start, tick_ns)
+        sleep_length = min(sleep_length, jiffy - t_start)
+        delta_tick = min(delta_tick, jiffy - t_start)
     tick_stays = ip[I_NOHZ] == 1 and tick_kept(cs, c, t_start, arr.tm_next, arr.tm_keeps_tick, tick_ns)
     if tick_stays:
         # tick_nohz_next_event() bails out (returns 0), so tick_nohz_get_sleep_length() gives the
@@ -510,6 +522,9 @@ def _enter_idle(
     ctr[K_SELECTS_TICK_STOPPED] += int(tick_stopped)
     if ip[I_NOHZ] == 1 and (stop or tick_stopped) and not tick_stays:
         cs[c, C_TICK_STOPPED] = 1
+        if rearm:
+            cs[c, C_TICK_STOPPED] = TICK_REARMED
+            cs[c, C_TICK_NEXT] = jiffy
     else:
         cs[c, C_TICK_STOPPED] = 0
         if cs[c, C_TICK_NEXT] <= t:
@@ -536,7 +551,7 @@ def _idle_loop_exit(cs: np.ndarray, ctr: np.ndarray, c: int, t: int, tick_ns: in
     (kernel/time/tick-sched.c), except on a nohz_full CPU, where __tick_nohz_full_update_tick()
     re-evaluates it and, with one task to run, it stays stopped."""
     ctr[K_RESCHED_EXITS] += 1
-    if cs[c, C_TICK_STOPPED] == 1:
+    if cs[c, C_TICK_STOPPED] != 0:
         if cs[c, C_NOHZ_FULL] == 1:
             ctr[K_RESCHED_EXITS_STOPPED] += 1
             return

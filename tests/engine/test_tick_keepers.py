@@ -48,3 +48,21 @@ def test_rcu_callbacks_keep_the_tick_unless_offloaded() -> None:
 def test_rcu_nocbs_cpus_must_exist() -> None:
     with pytest.raises(ValueError, match=r"wakeups\.tick\.rcu_nocbs: CPU 5 does not exist"):
         SimConfig.model_validate(deep_update(BASE, {"wakeups": {"tick": {"rcu_nocbs": [5]}}}))
+
+
+def test_rcu_callbacks_rearm_a_stopped_tick_a_jiffy_ahead() -> None:
+    # nohz_full CPUs whose tick stays stopped throughout. With RCU callbacks waiting (not
+    # offloaded), tick_nohz_next_event() takes the next event a jiffy after the last one and, the
+    # tick being stopped, does not bail out: the governor is told that, and the stopped tick's
+    # timer fires there, once per idle entry while the callbacks wait (kernel/time/tick-sched.c).
+    full = [0, 1]
+    rcu = _run(nohz_full=full, rcu_grace_period_us=3000.0)
+    nocbs = _run(nohz_full=full, rcu_grace_period_us=3000.0, rcu_nocbs=full)
+    off = _run(nohz_full=full)
+    assert rcu["idle_loop"]["selections_tick_stopped"] == rcu["idle_loop"]["selections"]  # never restarted
+    # Offloaded callbacks change nothing; waiting ones add about a wake-up per jiffy of the 3 ms
+    # grace period after each task, and the governor, told at most a jiffy, goes shallower too.
+    assert nocbs["states"] == off["states"] and nocbs["wakeups"] == off["wakeups"]
+    assert rcu["wakeups"] > 2 * off["wakeups"]
+    shallow = sum(s["usage"] for s in rcu["states"] if s["name"] in ("C1", "C1E"))
+    assert shallow > 0 == sum(s["usage"] for s in off["states"] if s["name"] in ("C1", "C1E"))
