@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import metrics
 from engine.platforms import CState, Param, custom_platform, load_platform
-from engine.scenarios.framework import Check, Metric, Role, Scenario, _merge
+from engine.scenarios.framework import Check, Role, Scenario, _merge
 
-M_SCHED_LAT = Metric(
-    "sched_latency_mean", "Task wake-up latency (ttwu to running), mean", "ns",
-    ("latency", "sched", "mean_ns"),
-)
-M_POLL_USAGE = Metric("poll_usage", "POLL entries", "entries", ("states", "POLL", "usage"))
-M_C1_USAGE = Metric("c1_usage", "C1 entries", "entries", ("states", "C1", "usage"))
+M_SCHED_LAT = metrics.get("latency.sched.mean_ns")
+M_POLL_USAGE = metrics.get("usage.POLL")
+M_C1_USAGE = metrics.get("usage.C1")
 
 # Two CPUs waking each other's tasks at a high rate (perf bench sched pipe's pattern: short work,
 # idle intervals of a few microseconds), kicked off by device interrupts.
@@ -138,12 +136,8 @@ def _menu_db86() -> Scenario:
     )
 
 
-M_C6_RESIDENCY = Metric(
-    "c6_residency", "C6 residency", "%", fn=lambda d: 100 * float(d["states"][-1]["residency"]), digits=2
-)
-M_TIMER_LAT = Metric(
-    "timer_latency_mean", "Timer wake-up latency, mean", "ns", ("latency", "timer", "mean_ns")
-)
+M_C6_RESIDENCY = metrics.get("residency.C6")
+M_TIMER_LAT = metrics.get("latency.timer.mean_ns")
 
 SOURCE_80606 = (
     "80606f4eb8d7 (cpuidle: governors: menu: Always check timers with tick stopped), linux-pm "

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import metrics
 from engine.platforms import CState, Param, custom_platform, load_platform
-from engine.scenarios.framework import Check, Metric, Role, Scenario, _merge
+from engine.scenarios.framework import Check, Role, Scenario, _merge
 
 SOURCE_4B20 = (
     "linux-pm, November 2025: \"Regression in TEO cpuidle governor between 6.6 and 6.12\" (Reka Norman, "
@@ -26,15 +27,9 @@ SOURCE_4B20 = (
     "intercepts)"
 )
 
-M_WFI_TIME = Metric(
-    "wfi_time_share", "WFI share of idle time", "%", fn=lambda d: 100 * float(d["states"][0]["residency"]),
-    digits=1,
-)
-M_CLUSTEROFF_TIME = Metric(
-    "clusteroff_time_share", "clusteroff share of idle time", "%",
-    fn=lambda d: 100 * float(d["states"][-1]["residency"]), digits=1,
-)
-M_WFI_USAGE = Metric("wfi_usage", "WFI entries", "entries", ("states", "WFI", "usage"))
+M_WFI_TIME = metrics.get("residency.WFI")
+M_CLUSTEROFF_TIME = metrics.get("residency.clusteroff")
+M_WFI_USAGE = metrics.get("usage.WFI")
 
 
 def psci_mt8196_table() -> dict[str, Any]:
