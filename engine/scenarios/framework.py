@@ -254,6 +254,25 @@ class Scenario:
         return [c for c in self.checks if c.published]
 
 
+def direction_check(**fields: Any) -> Check:
+    """A check of kind `direction`: the sign of a documented change between two kernels, with no
+    published figure."""
+    return Check(published=False, published_value=None, kind="direction", **fields)
+
+
+def kernel_roles(
+    base: Mapping[str, Any], before: str, after: str, before_is: str | None = None
+) -> tuple[Role, Role]:
+    """The roles `before` and `after`: `base` under the governor at two trees (`governor.kernel`).
+    `before_is` says what the earlier tree is (default: the tree before `after`)."""
+    name = base["governor"]["name"]
+    return (
+        Role("before", f"{name} at {before} ({before_is or f'the tree before {after}'})",
+             _merge(base, governor={"kernel": before})),
+        Role("after", f"{name} at {after}", _merge(base, governor={"kernel": after})),
+    )
+
+
 def _merge(base: Mapping[str, Any], **over: Any) -> dict[str, Any]:
     """A deep copy of `base` with nested dict overrides merged in."""
     out: dict[str, Any] = {}
