@@ -51,6 +51,7 @@ def compare_page(request: Request, session: SessionDep, ids: list[str] = Query(d
             "query": query,
             "repeats": [r["repeat_count"] for r in runs],
             "again_repeats": max(AGAIN_REPEATS, *(r["repeat_count"] for r in runs)),
+            "kernels": view.comparison.model_dump(mode="json")["kernels"],
             **measured,
         },
     )

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from app.compare import sides as like
+from app.compare.kernels import KernelAxis, kernel_axis
 from app.compare.stats import PairComparison, compare_sides
 from app.core.errors import InvalidInput, NotFound
 from app.core.inputs import check_id
@@ -156,6 +157,9 @@ class Comparison(BaseModel):
     measured: list[MeasuredMetric] = Field(
         default_factory=list, description="What the runs and the measurements both have, aligned."
     )
+    kernels: KernelAxis | None = Field(
+        default=None, description="Runs differing only in `governor.kernel`, in history order, step by step."
+    )
 
 
 def parse_ids(ids: str | Sequence[str]) -> list[str]:
@@ -240,6 +244,7 @@ def compare_view(session: Session, ids: str | Sequence[str]) -> CompareView:
         warnings=like.run_warnings(facts, normalised) if len(facts) > 1 else [],
         normalised=normalised,
         metrics=rows,
+        kernels=kernel_axis(views, results),
     )
     if measured:
         comparison = with_measurements(session, comparison, measured, results)

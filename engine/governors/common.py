@@ -54,9 +54,11 @@ GOVERNOR_IDS = {
     V_TYPICAL, V_POLL_RULE, V_STOPPED_TICK, V_REJECTED, V_ONE_STATE,  # menu and the core
     V_TEO_LINE, V_TEO_RECENT, V_TEO_STATE0, V_TEO_SHALLOWER, V_TEO_DECAY, V_TEO_TICK_WAKEUP,  # teo
     V_TEO_TICK_INTERCEPTS, V_TEO_LOOKUP, V_TEO_KEEP_TICK, V_TEO_HIT,
+    V_TEO_TICK_METRIC, V_TEO_TOTAL, V_TEO_LOW_LATENCY,  # teo's v6.14 series, commit by commit
     N_V,
-) = range(16)
+) = range(19)
 V_BITS = 3
+assert N_V * V_BITS <= 63  # the codes fit one int64
 
 
 def pack_variant(codes: tuple[int, ...]) -> int:

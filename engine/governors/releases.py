@@ -31,11 +31,14 @@ from engine.governors.common import (
     V_TEO_KEEP_TICK,
     V_TEO_LINE,
     V_TEO_LOOKUP,
+    V_TEO_LOW_LATENCY,
     V_TEO_RECENT,
     V_TEO_SHALLOWER,
     V_TEO_STATE0,
     V_TEO_TICK_INTERCEPTS,
+    V_TEO_TICK_METRIC,
     V_TEO_TICK_WAKEUP,
+    V_TEO_TOTAL,
     V_TYPICAL,
     pack_variant,
 )
@@ -85,11 +88,15 @@ V6_6 = {
     V_TEO_LOOKUP: T.LOOKUP_FIRST_SUITABLE,
     V_TEO_KEEP_TICK: T.KEEP_TICK_5_8,
     V_TEO_HIT: T.HIT_SAME_BIN,
+    V_TEO_TICK_METRIC: T.TICK_METRIC_HITS,
+    V_TEO_TOTAL: T.TOTAL_FROM_BINS,
+    V_TEO_LOW_LATENCY: T.LOW_LATENCY_READS_SLEEP_LENGTH,
 }
 MENU_FIELDS = (V_TYPICAL, V_POLL_RULE, V_STOPPED_TICK, V_REJECTED)
 TEO_FIELDS = (
     V_TEO_LINE, V_TEO_RECENT, V_TEO_STATE0, V_TEO_SHALLOWER, V_TEO_DECAY, V_TEO_TICK_WAKEUP,
-    V_TEO_TICK_INTERCEPTS, V_TEO_LOOKUP, V_TEO_KEEP_TICK, V_TEO_HIT,
+    V_TEO_TICK_INTERCEPTS, V_TEO_LOOKUP, V_TEO_KEEP_TICK, V_TEO_HIT, V_TEO_TICK_METRIC, V_TEO_TOTAL,
+    V_TEO_LOW_LATENCY,
 )
 CORE_FIELDS = (V_ONE_STATE,)
 
@@ -102,10 +109,32 @@ MAINLINE: tuple[Step, ...] = (
          {V_TEO_STATE0: T.STATE0_READS_SLEEP_LENGTH}, file="teo"),
     Step("38f83090f515", "cpuidle: menu: Remove iowait influence", "v6.13",
          note="no iowaiters in the model: nothing changes here"),
-    Step(None, "cpuidle: teo: the January 2025 rework (16c8d7586c19 to 425b75364576)", "v6.14",
-         {V_TEO_LINE: T.TEO_LINE_V6_14}, file="teo",
-         note="short_idles, tick_intercepts, a decaying total, artificial_wakeup: modelled as one "
-         "step, its ten commits not one by one"),
+    # v6.14: Rafael J. Wysocki's January 2025 series ("cpuidle: teo: Cleanups and very frequent
+    # wakeups handling update", <6116275.lOV4Wx5bFT@rjwysocki.net>, and the patch posted on top
+    # of it), merged for v6.14-rc1 in this order. A commit that changes nothing teo computes has
+    # no codes: it runs its predecessor's code.
+    Step("425b75364576", "cpuidle: teo: Rearrange idle state lookup code", "v6.14", file="teo",
+         note="no change in what teo computes: the lookup loop's branches reordered"),
+    Step("92ce5c07b7a1", "cpuidle: teo: Reorder candidate state index checks", "v6.14",
+         {V_TEO_STATE0: T.STATE0_CLAMP_FIRST}, file="teo"),
+    Step("ea185406d1ed", "cpuidle: teo: Combine candidate state index checks against 0", "v6.14",
+         file="teo", note="no change in what teo computes: two adjacent checks combined"),
+    Step("b9a6af26bd83", "cpuidle: teo: Drop local variable prev_intercept_idx", "v6.14", file="teo",
+         note="no change in what teo computes: the variable is never 0 where it is tested"),
+    Step("e24f8a55de50", "cpuidle: teo: Clarify two code comments", "v6.14", file="teo",
+         note="comments only"),
+    Step("d619b5cc6780", "cpuidle: teo: Simplify counting events used for tick management", "v6.14",
+         {V_TEO_TICK_METRIC: T.TICK_METRIC_INTERCEPTS}, file="teo"),
+    Step("13ed5c4a6d9c", "cpuidle: teo: Skip getting the sleep length if wakeups are very frequent",
+         "v6.14", {V_TEO_LINE: T.TEO_LINE_V6_14}, file="teo"),
+    Step("ddcfa7964677", "cpuidle: teo: Simplify handling of total events count", "v6.14",
+         {V_TEO_TOTAL: T.TOTAL_DECAYS}, file="teo",
+         note="posted as having no intended effect; the decayed total differs from the sum of the "
+         "decayed bins by rounding, which some decisions see"),
+    Step("65e18e654475", "cpuidle: teo: Replace time_span_ns with a flag", "v6.14", file="teo",
+         note="no change in what teo computes: time_span_ns < 0 already meant a safety net"),
+    Step("16c8d7586c19", "cpuidle: teo: Skip sleep length computation for low latency constraints",
+         "v6.14", {V_TEO_LOW_LATENCY: T.LOW_LATENCY_SKIPS}, file="teo"),
     Step("85975daeaa4d", "cpuidle: menu: Avoid discarding useful information", "v6.15",
          {V_TYPICAL: M.TYPICAL_BOTH_ENDS_KEEP_MAX},
          note="the last of the February 2025 series (one-pass variance, outliers on both ends)"),
@@ -122,7 +151,7 @@ MAINLINE: tuple[Step, ...] = (
     Step("a03b2011808a", "cpuidle: governors: teo: Drop misguided target residency check", "v6.19",
          {V_TEO_SHALLOWER: T.SHALLOWER_ALWAYS}, file="teo"),
     Step("b54df61c7428", "cpuidle: governors: teo: Decay metrics below DECAY_SHIFT threshold", "v6.19",
-         {V_TEO_DECAY: T.DECAY_TO_ZERO}, file="teo"),
+         {V_TEO_DECAY: T.DECAY_TO_ZERO, V_TEO_TOTAL: T.TOTAL_FROM_BINS}, file="teo"),
     Step("083654ded547", "cpuidle: governors: teo: Rework the handling of tick wakeups", "v6.19",
          {V_TEO_TICK_WAKEUP: T.TICK_WAKEUP_DOMINANT_HITS}, file="teo"),
     Step("50db438231dc", "cpuidle: governors: teo: Fix tick_intercepts handling in teo_update()", "v6.19",
@@ -207,6 +236,48 @@ def _steps_through_commit(commit: str) -> list[Step]:
     raise KeyError(commit)
 
 
+def _tree_steps(canon: str) -> list[Step]:
+    """The steps the tree named by `canon` (a canonical name) has, in history order."""
+    if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
+        return _steps_through_release(canon)
+    if canon in STABLE:
+        rel = STABLE[canon]
+        ups = [b.upstream for b in rel.backports]
+        return _steps_through_release(rel.base) + [s for s in MAINLINE if s.commit in ups]
+    if canon in SIDE_COMMITS:
+        base, step = SIDE_COMMITS[canon]
+        return _steps_through_commit(base) + [step]
+    return _steps_through_commit(canon)
+
+
+def history_position(governor: str, name: str | None) -> float:
+    """Where `name` sits in the merged history above (ValueError: unknown): a commit at its index,
+    a tag just after its last commit, a stable release or a side commit just after its base."""
+    canon = resolve(governor, name).name
+    if not canon:
+        return -1.0
+    if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
+        return len(_steps_through_release(canon)) - 0.5
+    if canon in STABLE:
+        return history_position(governor, STABLE[canon].base) + 0.25
+    if canon in SIDE_COMMITS:
+        return history_position(governor, SIDE_COMMITS[canon][0]) + 0.25
+    return float(len(_steps_through_commit(canon)) - 1)
+
+
+def steps_between(governor: str, before: str | None, after: str | None) -> tuple[list[Step], list[Step]]:
+    """The governor's own and the core's steps that the tree `after` has and `before` has not, and
+    those `before` has and `after` has not (a stable release against a later tag, an older tree
+    after a newer one), each in history order (ValueError: an unknown name)."""
+    a, b = resolve(governor, before).name, resolve(governor, after).name
+    if not a or not b or governor not in KERNEL_GOVERNORS:
+        return [], []
+    ours = (governor, "cpuidle")
+    old, new = _tree_steps(a), _tree_steps(b)
+    added = [s for s in new if s not in old and s.file in ours]
+    return added, [s for s in old if s not in new and s.file in ours]
+
+
 def known_names(governor: str) -> list[str]:
     """Every name `governor.kernel` accepts for this governor, tags first."""
     if governor in ("ladder", "haltpoll"):
@@ -244,14 +315,12 @@ def resolve(governor: str, name: str | None) -> Resolved:
         return Resolved("", pack_variant((0,) * N_V), f"not a kernel governor: {what}")
     assert name is not None
     canon = _canonical(governor, name)
+    steps = _tree_steps(canon)
     if canon in RELEASED_TAGS or canon in PRERELEASE_TAGS:
-        steps = _steps_through_release(canon)
         kind = "mainline tag" if canon in RELEASED_TAGS else "mainline prerelease"
         what = f"{governor}.c at {canon} ({kind})"
     elif canon in STABLE:
         rel = STABLE[canon]
-        ups = [b.upstream for b in rel.backports]
-        steps = _steps_through_release(rel.base) + [s for s in MAINLINE if s.commit in ups]
         listed = ", ".join(b.upstream + (f" (stable {b.stable_commit})" if b.stable_commit else "")
                            for b in rel.backports)
         what = f"{governor}.c at {canon}: {rel.base} with {listed} backported"
@@ -259,10 +328,8 @@ def resolve(governor: str, name: str | None) -> Resolved:
             what = f"teo.c at {canon}: {rel.base}'s (no teo backport listed for it)"
     elif canon in SIDE_COMMITS:
         base, step = SIDE_COMMITS[canon]
-        steps = _steps_through_commit(base) + [step]
         what = f"{governor}.c at {canon} ({step.subject}), on {base}"
     else:
-        steps = _steps_through_commit(canon)
         step = steps[-1]
         what = f"{governor}.c at {canon} ({step.subject}), mainline {step.release}"
         if step.file not in (governor, "cpuidle"):
@@ -287,7 +354,7 @@ def mainline_walk(governor: str, start: str, end: str) -> list[str]:
     for s in MAINLINE:
         k = _ORDER.index(s.release)
         if k0 < k <= k1 and s.file in (governor, "cpuidle"):
-            # A step known only by its release (teo's v6.14 rework) is walked as that tag.
+            # A step known only by its release (the core's v7.0-rc2 change) is walked as that tag.
             name = s.commit or (s.release if s.release in (*RELEASED_TAGS, *PRERELEASE_TAGS) else None)
             if name and name not in out:
                 out.append(name)

@@ -2,23 +2,34 @@
 
 Two lines of code, chosen by V_TEO_LINE:
 
-- TEO_LINE_V6_6: v6.6 to v6.13: `time_span_ns` against the sleep length to recognise timer
-  wake-ups, `tick_hits` (an extra hits-only bin past the deepest state when its target residency
-  is below a tick), the sleep length read only when the candidate is not shallow. Within it:
+- TEO_LINE_V6_6: v6.6 up to 13ed5c4a6d9c: `time_span_ns` against the sleep length to recognise
+  timer wake-ups, the sleep length read only when the candidate is not shallow. Within it:
   - V_TEO_RECENT: RECENT_KEPT (the NR_RECENT ring of recent intercepts, v6.6), or
     RECENT_REMOVED (449914398083, "Remove recent intercepts metric", v6.12).
   - V_TEO_STATE0: STATE0_SKIPS_SLEEP_LENGTH (state 0 chosen by the intercepts leaves the sleep
-    length at KTIME_MAX, so the next wake-up cannot be a hit on a timer), or
-    STATE0_READS_SLEEP_LENGTH (4b20b07ce72f, "Don't count non-existent intercepts", v6.12).
-- TEO_LINE_V6_14: the January 2025 series (v6.14: 16c8d7586c19 to 425b75364576; `short_idles`,
-  `tick_intercepts`, a decaying `total`, `artificial_wakeup` instead of `time_span_ns`) and what
-  followed it. Within it:
+    length at KTIME_MAX, so the next wake-up cannot be a hit on a timer),
+    STATE0_READS_SLEEP_LENGTH (4b20b07ce72f, "Don't count non-existent intercepts", v6.12), or
+    STATE0_CLAMP_FIRST (92ce5c07b7a1, "Reorder candidate state index checks", v6.14: the latency
+    limit is applied first, so state 0 forced by it reads the sleep length too).
+  - V_TEO_TICK_METRIC: TICK_METRIC_HITS (`tick_hits`, an extra hits-only bin past the deepest
+    state when its target residency is below a tick, and the sum of every bin's intercepts
+    against the total to keep the tick), or TICK_METRIC_INTERCEPTS (d619b5cc6780, "Simplify
+    counting events used for tick management", v6.14: `tick_intercepts` instead).
+- TEO_LINE_V6_14: from 13ed5c4a6d9c ("Skip getting the sleep length if wakeups are very
+  frequent", v6.14: `short_idles`; a safety net's wake-up, not `time_span_ns`, skips the measured
+  duration) on. Within it:
+  - V_TEO_TOTAL: TOTAL_FROM_BINS (`total` the sum of the bins, as before), TOTAL_DECAYS
+    (ddcfa7964677, "Simplify handling of total events count", v6.14: `total` decays on its own),
+    and TOTAL_FROM_BINS again from b54df61c7428.
+  - V_TEO_LOW_LATENCY: LOW_LATENCY_READS_SLEEP_LENGTH, or LOW_LATENCY_SKIPS (16c8d7586c19, "Skip
+    sleep length computation for low latency constraints", v6.14: a PM QoS limit under 7.5 us
+    skips the sleep length like frequent short idles do).
   - V_TEO_SHALLOWER: SHALLOWER_IF_STATE_OK (the state found below a close timer is taken only
     if deep enough for a stopped tick), or SHALLOWER_ALWAYS (a03b2011808a, "Drop misguided target
     residency check", v6.19). The v6.6 line has the check too.
-  - V_TEO_DECAY: DECAY_SHIFT_ONLY (`x -= x >> 3`, values below 8 never decay; `total` decays on
-    its own), or DECAY_TO_ZERO (b54df61c7428, "Decay metrics below DECAY_SHIFT threshold", v6.19:
-    below 8 a metric becomes 0, `total` is the sum of the bins).
+  - V_TEO_DECAY: DECAY_SHIFT_ONLY (`x -= x >> 3`, values below 8 never decay), or DECAY_TO_ZERO
+    (b54df61c7428, "Decay metrics below DECAY_SHIFT threshold", v6.19: below 8 a metric becomes
+    0; the same commit makes `total` the sum of the bins again).
   - V_TEO_TICK_WAKEUP: TICK_WAKEUP_SAFETY_NET (a tick wake-up with the sleep length beyond a
     tick counts as a long sleep), TICK_WAKEUP_DOMINANT_HITS (083654ded547, "Rework the handling
     of tick wakeups", v6.19: tick wake-ups counted in `total_tick`; when they dominate, a hit on
@@ -38,6 +49,11 @@ Two lines of code, chosen by V_TEO_LINE:
   - V_TEO_HIT: HIT_SAME_BIN, or HIT_AFTER_TIMER (f36de72673ad, "Adjust the classification of
     wakeup events", v7.0-rc1: a hit also needs the wake-up after the timer, `sleep_length -
     measured < exit_latency / 2`).
+
+The other commits of the v6.14 series change nothing teo computes and share their predecessor's
+code: 425b75364576 (the lookup loop rearranged), ea185406d1ed (two checks against 0 combined),
+b9a6af26bd83 (`prev_intercept_idx` is never 0 where it is tested), e24f8a55de50 (comments),
+65e18e654475 (`time_span_ns` replaced with the flag `artificial_wakeup`).
 
 Not modelled: util-awareness (9ce0f7c4bc64, reverted in v6.12) selects differently only on a CPU
 whose utilisation is above its threshold; the model has no utilisation, so a CPU going idle is
@@ -75,11 +91,14 @@ from engine.governors.common import (
     V_TEO_KEEP_TICK,
     V_TEO_LINE,
     V_TEO_LOOKUP,
+    V_TEO_LOW_LATENCY,
     V_TEO_RECENT,
     V_TEO_SHALLOWER,
     V_TEO_STATE0,
     V_TEO_TICK_INTERCEPTS,
+    V_TEO_TICK_METRIC,
     V_TEO_TICK_WAKEUP,
+    V_TEO_TOTAL,
     col_hits,
     col_intercepts,
     col_recent,
@@ -90,7 +109,10 @@ from engine.jit import compiled
 
 TEO_LINE_V6_6, TEO_LINE_V6_14 = range(2)
 RECENT_KEPT, RECENT_REMOVED = range(2)
-STATE0_SKIPS_SLEEP_LENGTH, STATE0_READS_SLEEP_LENGTH = range(2)
+STATE0_SKIPS_SLEEP_LENGTH, STATE0_READS_SLEEP_LENGTH, STATE0_CLAMP_FIRST = range(3)
+TICK_METRIC_HITS, TICK_METRIC_INTERCEPTS = range(2)
+TOTAL_FROM_BINS, TOTAL_DECAYS = range(2)
+LOW_LATENCY_READS_SLEEP_LENGTH, LOW_LATENCY_SKIPS = range(2)
 SHALLOWER_IF_STATE_OK, SHALLOWER_ALWAYS = range(2)
 DECAY_SHIFT_ONLY, DECAY_TO_ZERO = range(2)
 TICK_WAKEUP_SAFETY_NET, TICK_WAKEUP_DOMINANT_HITS, TICK_WAKEUP_NO_FAKE_INTERCEPTS = range(3)
@@ -105,7 +127,8 @@ V6_19_TEO = sum(code << (V_BITS * f) for f, code in (
     (V_TEO_LINE, TEO_LINE_V6_14), (V_TEO_RECENT, RECENT_REMOVED), (V_TEO_STATE0, STATE0_READS_SLEEP_LENGTH),
     (V_TEO_SHALLOWER, SHALLOWER_ALWAYS), (V_TEO_DECAY, DECAY_TO_ZERO),
     (V_TEO_TICK_WAKEUP, TICK_WAKEUP_DOMINANT_HITS), (V_TEO_TICK_INTERCEPTS, TICK_INTERCEPTS_WITHIN_TICK),
-    (V_TEO_LOOKUP, LOOKUP_MIN_IDX),
+    (V_TEO_LOOKUP, LOOKUP_MIN_IDX), (V_TEO_TICK_METRIC, TICK_METRIC_INTERCEPTS),
+    (V_TEO_TOTAL, TOTAL_FROM_BINS), (V_TEO_LOW_LATENCY, LOW_LATENCY_SKIPS),
 ))
 
 
@@ -223,8 +246,9 @@ def _measured_ns(g: np.ndarray, c: int, exit_ns: np.ndarray) -> int:
 
 @compiled(inline=True)
 def _update_v6_6(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray, tick_ns: int,
-                 recent_kept: bool) -> None:
-    """teo_update() of v6.6 (RECENT_KEPT) and v6.12, after teo_reflect()'s `time_span_ns`."""
+                 recent_kept: bool, tick_metric: int) -> None:
+    """teo_update() of v6.6 (RECENT_KEPT), v6.12 and v6.14's first six commits, after
+    teo_reflect()'s `time_span_ns`; `tick_intercepts` instead of `tick_hits` from d619b5cc6780."""
     n = res_ns.shape[0]
     hits, inter, recent = col_hits(n), col_intercepts(n), col_recent(n)
     sleep_length = g[c, G_T_SLEEP_LENGTH]
@@ -251,7 +275,9 @@ def _update_v6_6(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray,
         old = g[c, G_T_RECENT_IDX + slot]
         if old >= 0:
             g[c, recent + old] = _u32(g[c, recent + old] - 1)  # unsigned: it can wrap
-    if res_ns[n - 1] < tick_ns:
+    if tick_metric == TICK_METRIC_INTERCEPTS:
+        g[c, G_T_TICK_INTERCEPTS] -= g[c, G_T_TICK_INTERCEPTS] >> DECAY_SHIFT
+    elif res_ns[n - 1] < tick_ns:
         g[c, G_T_TICK_HITS] -= g[c, G_T_TICK_HITS] >> DECAY_SHIFT
         total += g[c, G_T_TICK_HITS]
         if tick_ns <= sleep_length:
@@ -269,6 +295,8 @@ def _update_v6_6(g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray,
         if recent_kept:
             g[c, recent + idx_duration] = (g[c, recent + idx_duration] + 1) & (U32 - 1)
             g[c, G_T_RECENT_IDX + slot] = idx_duration
+        if tick_metric == TICK_METRIC_INTERCEPTS and tick_ns <= measured:
+            g[c, G_T_TICK_INTERCEPTS] += PULSE
     g[c, G_T_TOTAL] = total + PULSE
 
 
@@ -278,12 +306,15 @@ def _select_v6_6(
     latency_req: int, sleep_length: int, delta_tick_in: int, tick_stopped: bool, tick_ns: int,
     variant: int,
 ) -> tuple[int, bool]:
-    """teo_select() of v6.6 to v6.13 (util-awareness idle: see the module's note)."""
+    """teo_select() of v6.6 to v6.13 and v6.14's first six commits (util-awareness idle: see the
+    module's note)."""
     n = res_ns.shape[0]
     hits, inter, recent = col_hits(n), col_intercepts(n), col_recent(n)
     recent_kept = variant_field(variant, V_TEO_RECENT) == RECENT_KEPT
+    tick_metric = variant_field(variant, V_TEO_TICK_METRIC)
+    state0 = variant_field(variant, V_TEO_STATE0)
     if g[c, G_T_PENDING] != 0:
-        _update_v6_6(g, c, res_ns, exit_ns, tick_ns, recent_kept)
+        _update_v6_6(g, c, res_ns, exit_ns, tick_ns, recent_kept, tick_metric)
         g[c, G_T_PENDING] = 0
     delta_tick = tick_ns // 2
     g[c, G_T_SLEEP_LENGTH] = INF
@@ -312,7 +343,10 @@ def _select_v6_6(
         return 0, False
     if idx == idx0:
         return _finish(res_ns, enabled, is_poll0, idx, idx0, res_ns[idx], delta_tick, tick_stopped, tick_ns)
-    tick_intercept_sum = intercept_sum + g[c, inter + n - 1]
+    if tick_metric == TICK_METRIC_INTERCEPTS:
+        tick_intercept_sum = g[c, G_T_TICK_INTERCEPTS]
+    else:
+        tick_intercept_sum = intercept_sum + g[c, inter + n - 1]
     prev_intercept_idx = idx
     alt_intercepts = 2 * idx_intercept_sum > _u32(g[c, G_T_TOTAL] - idx_hit_sum)
     alt_recent = recent_kept and idx_recent_sum > NR_RECENT // 2
@@ -321,9 +355,9 @@ def _select_v6_6(
             g, c, res_ns, enabled, idx, tick_stopped, tick_ns, alt_intercepts, idx_intercept_sum,
             alt_recent, idx_recent_sum,
         )
-    if idx == 0 and prev_intercept_idx != 0 and (
-        variant_field(variant, V_TEO_STATE0) == STATE0_READS_SLEEP_LENGTH
-    ):
+    if state0 == STATE0_CLAMP_FIRST and idx > constraint_idx:
+        idx = constraint_idx  # 92ce5c07b7a1: the latency limit first
+    if idx == 0 and prev_intercept_idx != 0 and state0 != STATE0_SKIPS_SLEEP_LENGTH:
         g[c, G_T_SLEEP_LENGTH] = sleep_length  # 4b20b07ce72f: know whether the guess was right
         return 0, False
     if idx > constraint_idx:
@@ -365,7 +399,7 @@ def _shallower_for_timer(
 def _update(
     g: np.ndarray, c: int, res_ns: np.ndarray, exit_ns: np.ndarray, tick_ns: int, variant: int
 ) -> None:
-    """teo_update() from v6.14 on."""
+    """teo_update() from 13ed5c4a6d9c (v6.14) on."""
     n = res_ns.shape[0]
     hits = col_hits(n)
     inter = col_intercepts(n)
@@ -400,7 +434,7 @@ def _update(
             idx_timer = i
             if res_ns[i] <= measured:
                 idx_duration = i
-    if decay == DECAY_TO_ZERO:
+    if variant_field(variant, V_TEO_TOTAL) == TOTAL_FROM_BINS:
         g[c, G_T_TOTAL] = total + PULSE
     else:
         g[c, G_T_TOTAL] += PULSE - (g[c, G_T_TOTAL] >> DECAY_SHIFT)  # decays on its own
@@ -499,10 +533,13 @@ def teo_select(
             )
     if idx > constraint_idx:
         idx = constraint_idx
-    # Short idle periods dominate, or the latency limit is low: no sleep length (16c8d7586c19,
-    # 13ed5c4a6d9c).
+    # Short idle periods dominate (13ed5c4a6d9c), or the latency limit is low (16c8d7586c19): no
+    # sleep length.
+    low_latency = (
+        variant_field(variant, V_TEO_LOW_LATENCY) == LOW_LATENCY_SKIPS and latency_req < LATENCY_THRESHOLD_NS
+    )
     if (idx == 0 or res_ns[idx] < RESIDENCY_THRESHOLD_NS) and (
-        2 * g[c, G_T_SHORT_IDLES] >= g[c, G_T_TOTAL] or latency_req < LATENCY_THRESHOLD_NS
+        2 * g[c, G_T_SHORT_IDLES] >= g[c, G_T_TOTAL] or low_latency
     ):
         return idx, False
     duration_ns = sleep_length

@@ -501,3 +501,30 @@ def test_haltpoll_is_the_kernels_on_generated_sequences() -> None:
             )
             reflect(GOV_HALTPOLL, g, 0, int(idx), residency_ns, False, timed_out and int(idx) == 0)
             assert (int(idx), bool(stop), int(g[0, G_HP_POLL_LIMIT_NS])) == expected, events
+
+
+def test_names_take_their_place_in_the_merged_history() -> None:
+    names = ["v6.14", "v6.6", "16c8d7586c19", "v6.12.60", "v6.13", "7bcc8bbeca35", "425b75364576", "v7.0-rc1"]
+    ordered = sorted(names, key=lambda n: releases.history_position("teo", n))
+    # A commit before the tag that has it last; a stable release and a side commit just after
+    # their base; the default sits where v6.19 does.
+    assert ordered == [
+        "v6.6", "v6.12.60", "v6.13", "425b75364576", "16c8d7586c19", "v6.14", "7bcc8bbeca35", "v7.0-rc1",
+    ]
+    assert releases.history_position("teo", None) == releases.history_position("teo", "v6.19")
+
+
+def test_the_steps_between_two_trees_are_the_governors_and_the_cores() -> None:
+    added, absent = releases.steps_between("teo", "v6.13", "v6.14")
+    assert [s.commit for s in added][:2] == ["425b75364576", "92ce5c07b7a1"] and len(added) == 10
+    assert absent == [] and all(s.file == "teo" for s in added)
+    # menu's commits are not teo's; v6.12.60's backports are what v6.13 lacks, and the other way
+    # round v6.13 has nothing v6.12.60 lacks (its one menu commit is backported there).
+    assert releases.steps_between("teo", "v6.13", "v6.15")[0] == added
+    added, absent = releases.steps_between("menu", "v6.13", "v6.12.60")
+    assert [s.commit for s in added] == ["779b1a1cb13a", "db86f55bf81a"] and absent == []
+    added, absent = releases.steps_between("menu", "v6.19", "v6.6")
+    assert added == [] and "85975daeaa4d" in [s.commit for s in absent]
+    # ladder has no commits of its own: only the core's.
+    (step,) = releases.steps_between("ladder", "v6.19", "v7.0-rc2")[0]
+    assert step.file == "cpuidle" and step.commit is None

@@ -8,8 +8,18 @@ Each tree's pieces cite the patch that made them, by its linux-pm Message-ID:
   <20240628095955.34096-3-christian.loehle@arm.com>), util-awareness idle (no utilisation).
 - 4b20b07ce72f (v6.12): <c40acf72-010f-4a8b-80e4-33f133ba266b@arm.com>, PATCHv4 3/3 (the
   6.12 teo_reflect() with `time_span_ns` and `tick_hits` as its context shows).
-- v6.14 to v6.18: the January 2025 series (<6116275.lOV4Wx5bFT@rjwysocki.net>, 16c8d7586c19 to
-  425b75364576), the tree the 6.19 patches apply to (their context lines).
+- v6.14, commit by commit: the January 2025 series "cpuidle: teo: Cleanups and very frequent
+  wakeups handling update" (<6116275.lOV4Wx5bFT@rjwysocki.net>, applied with renames and comment
+  fixes only), in the order merged for v6.14-rc1
+  (<CAJZ5v0ip_MwjtS+2MfUqkdC+y6nSevQf8-bUosMkLt1yYJEpqA@mail.gmail.com>; the ids from
+  <173949780709.53790.1831563451220467737@gitolite.kernel.org>): 425b75364576
+  <4619938.LvFx2qVVIh@rjwysocki.net>; 92ce5c07b7a1 <1907276.tdWV9SEqCh@rjwysocki.net>;
+  ea185406d1ed <13676346.uLZWGnKmhe@rjwysocki.net>; b9a6af26bd83 <3327997.aeNJFYEL58@rjwysocki.net>;
+  e24f8a55de50 <8472971.T7Z3S40VBb@rjwysocki.net>; d619b5cc6780 <1987985.PYKUYFuaPT@rjwysocki.net>;
+  13ed5c4a6d9c <3851791.kQq0lBPeGt@rjwysocki.net>; ddcfa7964677 <9388883.CDJkKcVGEf@rjwysocki.net>;
+  65e18e654475 <6010475.MhkbZ0Pkbq@rjwysocki.net>; 16c8d7586c19, posted in
+  <6122398.lOV4Wx5bFT@rjwysocki.net>. v6.14 to v6.18 is the tree the 6.19 patches apply to
+  (their context lines).
 - a03b2011808a <5955081.DvuYhMxLoT@rafael.j.wysocki>; b54df61c7428 <2819353.mvXUDI8C0e@rafael.j.wysocki>;
   083654ded547 <6228387.lOV4Wx5bFT@rafael.j.wysocki>; 50db438231dc <5085160.31r3eYUQgx@rafael.j.wysocki>;
   d834e68a0e8b <2418792.ElGaqSPkdT@rafael.j.wysocki>.
@@ -139,7 +149,10 @@ class KernelTeo:
             self.next_recent_idx = (i + 1) % NR_RECENT
             if self.recent_idx[i] >= 0:
                 self.recent[self.recent_idx[i]] = (self.recent[self.recent_idx[i]] - 1) % U32
-        if t.res[-1] < tick:
+        tick_intercepts = self.has("d619b5cc6780")
+        if tick_intercepts:
+            self.tick_intercepts -= self.tick_intercepts >> 3
+        elif t.res[-1] < tick:
             self.tick_hits -= self.tick_hits >> 3
             self.total += self.tick_hits
             if tick <= self.sleep_length_ns:
@@ -157,6 +170,8 @@ class KernelTeo:
             if recent:
                 self.recent[idx_duration] = (self.recent[idx_duration] + 1) % U32
                 self.recent_idx[i] = idx_duration
+            if tick_intercepts and tick <= measured:
+                self.tick_intercepts += PULSE
         self.total += PULSE
 
     def state_ok(self, t: Tab, i: int, tick_stopped: bool) -> bool:
@@ -209,7 +224,7 @@ class KernelTeo:
             return 0, False
         if idx == idx0:
             return self.end(t, enabled, idx, idx0, t.res[idx], delta_tick, tick_stopped)
-        tick_intercept_sum = isum + self.intercepts[self.n - 1]
+        tick_intercept_sum = isum + self.intercepts[self.n - 1]  # up to d619b5cc6780
         prev_intercept_idx = idx
         alt_intercepts = 2 * idx_isum > (self.total - idx_hsum) % U32
         alt_recent = not self.has("449914398083") and idx_rsum > NR_RECENT // 2
@@ -232,6 +247,8 @@ class KernelTeo:
                         continue
                     break
                 first_suitable_idx = i
+        if self.has("92ce5c07b7a1"):  # the latency limit first
+            idx = min(idx, constraint_idx)
         if self.has("4b20b07ce72f") and not idx and prev_intercept_idx:
             self.sleep_length_ns = sleep_length
             return 0, False
@@ -246,18 +263,25 @@ class KernelTeo:
             i = self.find_shallower(t, enabled, idx, duration)
             if self.state_ok(t, i, tick_stopped):
                 idx = i
+        if self.has("d619b5cc6780"):
+            tick_intercept_sum = self.tick_intercepts
         if t.res[idx] < tick and tick_intercept_sum > self.total // 2 + self.total // 8:
             duration = tick // 2
         return self.end(t, enabled, idx, idx0, duration, delta_tick, tick_stopped)
 
-    # ---------------------------------------------------------------------- v6.14 on
+    # -------------------------------------------------------------- 13ed5c4a6d9c on
 
     def update(self, t: Tab) -> None:
         tick = self.tick_ns
         lat = t.ext[self.last_state_idx]
         self.short_idles = self.decay(self.short_idles)
         rework = self.has("083654ded547")
-        artificial = self.poll_time_limit if rework else self.artificial_wakeup
+        if rework:
+            artificial = self.poll_time_limit
+        elif self.has("65e18e654475"):
+            artificial = self.artificial_wakeup
+        else:
+            artificial = self.time_span_ns < 0  # KTIME_MIN from a safety net (13ed5c4a6d9c)
         self.poll_time_limit = False
         if artificial:
             measured = KTIME_MAX
@@ -283,6 +307,8 @@ class KernelTeo:
                     idx_duration = i
         if self.has("b54df61c7428"):
             self.total = total + PULSE
+        elif not self.has("ddcfa7964677"):
+            self.total = total  # `cpu_data->total = 0` and the bins added up; PULSE at the end
         self.tick_intercepts = self.decay(self.tick_intercepts)
         if rework:
             self.total_tick = self.decay(self.total_tick)
@@ -303,13 +329,14 @@ class KernelTeo:
             self.intercepts[idx_duration] += PULSE
             if (measured <= tick) if self.has("50db438231dc") else (tick <= measured):
                 self.tick_intercepts += PULSE
-        if not self.has("b54df61c7428"):
+        if self.has("ddcfa7964677") and not self.has("b54df61c7428"):
             self.total -= self.total >> 3
+        if not self.has("b54df61c7428"):
             self.total += PULSE
 
     def select(self, t: Tab, enabled: list[bool], latency_req: int, sleep_length: int, delta_next: int,
                tick_stopped: bool) -> tuple[int, bool]:
-        if not self.has("v6.14"):
+        if not self.has("13ed5c4a6d9c"):
             return self.select_v6_6(t, enabled, latency_req, sleep_length, delta_next, tick_stopped)
         tick = self.tick_ns
         if self.last_state_idx >= 0:
@@ -344,9 +371,9 @@ class KernelTeo:
         if 2 * idx_isum > (self.total - idx_hsum) % U32:
             idx = self.lookup(t, enabled, idx, idx0, idx_isum, imax_idx, tick_stopped)
         idx = min(idx, constraint_idx)
-        if (not idx or t.res[idx] < RESIDENCY_THRESHOLD_NS) and (
-            2 * self.short_idles >= self.total or latency_req < LATENCY_THRESHOLD_NS
-        ):
+        low_latency = self.has("16c8d7586c19") and latency_req < LATENCY_THRESHOLD_NS
+        short = 2 * self.short_idles >= self.total
+        if (not idx or t.res[idx] < RESIDENCY_THRESHOLD_NS) and (short or low_latency):
             return idx, False
         duration = self.sleep_length_ns = sleep_length
         delta_tick = delta_next
@@ -406,12 +433,19 @@ class KernelTeo:
         self.last_state_idx = state
         self.last_residency_ns = residency_ns
         self.poll_time_limit = poll_time_limit
-        if not self.has("v6.14"):
-            if poll_time_limit or (got_tick and self.sleep_length_ns > self.tick_ns):
+        safety_net = poll_time_limit or (got_tick and self.sleep_length_ns > self.tick_ns)
+        if not self.has("13ed5c4a6d9c"):
+            if safety_net:
                 self.poll_time_limit = False
                 self.time_span_ns = self.sleep_length_ns
             else:
                 self.time_span_ns = residency_ns  # local_clock() since the selection
+        elif not self.has("65e18e654475"):
+            if safety_net:
+                self.poll_time_limit = False
+                self.time_span_ns = -KTIME_MAX - 1  # KTIME_MIN
+            else:
+                self.time_span_ns = residency_ns
         elif self.has("083654ded547"):
             self.tick_wakeup = got_tick
         else:
@@ -480,23 +514,35 @@ def _first_difference(engine_name: str, oracle_name: str, seeds: int = 300) -> i
 
 
 def test_each_step_of_the_walk_changes_some_decision() -> None:
-    # Every commit of teo's walk from v6.6 to v7.0-rc2 changes a behaviour the generated inputs
-    # reach: the engine at each name disagrees with the transcription of the name before it.
+    # Every commit of teo's walk from v6.6 to v7.0-rc2 that changes what teo computes changes a
+    # decision the generated inputs reach: the engine at each name disagrees with the
+    # transcription of the name before it. The others share their predecessor's code.
     walk = releases.mainline_walk("teo", "v6.6", "v7.0-rc2")
+    v614 = [
+        "425b75364576", "92ce5c07b7a1", "ea185406d1ed", "b9a6af26bd83", "e24f8a55de50", "d619b5cc6780",
+        "13ed5c4a6d9c", "ddcfa7964677", "65e18e654475", "16c8d7586c19",
+    ]
     assert walk == [
-        "v6.6", "449914398083", "4b20b07ce72f", "v6.14", "a03b2011808a", "b54df61c7428", "083654ded547",
+        "v6.6", "449914398083", "4b20b07ce72f", *v614, "a03b2011808a", "b54df61c7428", "083654ded547",
         "50db438231dc", "d834e68a0e8b", "4bd2221f231d", "60836533b4c7", "475ca3470b37", "f36de72673ad",
         "a971f984b845", "v7.0-rc2",
     ]
+    v = {n: releases.resolve("teo", n).variant for n in walk}
+    shared = [b for a, b in zip(walk, walk[1:], strict=False) if v[a] == v[b]]
+    # No change in what teo computes (a loop rearranged, two checks combined, a variable never 0
+    # where tested, comments, a flag for `time_span_ns < 0`).
+    assert shared == ["425b75364576", "ea185406d1ed", "b9a6af26bd83", "e24f8a55de50", "65e18e654475"]
     same = [b for a, b in zip(walk, walk[1:], strict=False) if _first_difference(b, a) is None]
     # v7.0-rc2's change is the core's skip with one state: no table here has one state.
-    assert same == ["v7.0-rc2"]
+    assert same == [*shared, "v7.0-rc2"]
 
 
 def test_tags_name_the_trees_the_commits_build() -> None:
     v = {n: releases.resolve("teo", n).variant for n in releases.known_names("teo")}
     assert v["v6.12"] == v["4b20b07ce72f"]
     assert v["v6.18"] == v["v6.14"] == v["779b1a1cb13a"]  # a menu commit names the tree: teo as v6.18
+    assert v["v6.14"] == v["16c8d7586c19"] != v["65e18e654475"] == v["ddcfa7964677"]
+    assert v["v6.13"] == v["v6.12"] == v["425b75364576"] != v["92ce5c07b7a1"]
     assert v["v6.19"] == v["d834e68a0e8b"] != v["083654ded547"]
     assert v["v7.0-rc1"] == v["a971f984b845"]
     assert v["v6.12.60"] == v["v6.12"]

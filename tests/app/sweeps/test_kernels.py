@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.sweeps.kernels import _group, kernel_link
+from app.runs.kernels import kernel_link
+from app.sweeps.kernels import _group
 from tests.app.factories import done_run, small_config
 
 KERNELS = ["v6.6", "db86f55bf81a", "v6.19"]
@@ -38,6 +39,10 @@ def test_a_kernel_sweep_reads_step_by_step(app_client: Any) -> None:
     assert group["largest_step"] == scores.index(max(scores))
     page = app_client.get(f"/sweeps/{made['id']}/kernels")
     assert page.status_code == 200 and "Largest change" in page.text and "db86f55bf81a" in page.text
+    # Each step lists menu's and the core's commits between its kernels, linked.
+    added = [c["commit"] for c in group["steps"][0]["commits"]["added"]]
+    assert "779b1a1cb13a" in added and added[-1] == "db86f55bf81a" and "4b20b07ce72f" not in added
+    assert "/commit/?id=779b1a1cb13a" in page.text
     assert "What changed between kernels" in app_client.get(f"/sweeps/{made['id']}").text
 
 
