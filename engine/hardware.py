@@ -18,11 +18,11 @@ from engine.result import Energy, Hardware, HardwareGroup
 
 def socket_starts(config: SimConfig, table: Platform) -> tuple[np.ndarray, np.ndarray]:
     """Each socket's first CPU and first core, the totals last: sockets are ranges of both, of
-    `cpus_per_socket` where the sockets differ (single-thread cores), else all alike."""
+    `cpus_per_socket` where the sockets differ (with each socket's threads per core), else all alike."""
     cpus = np.array(config.socket_cpus(table), dtype=np.int64)
-    threads = config.threads_per_core(table)
+    cores = np.array(config.socket_cores(table), dtype=np.int64)
     zero = np.zeros(1, dtype=np.int64)
-    return np.concatenate([zero, np.cumsum(cpus)]), np.concatenate([zero, np.cumsum(cpus // threads)])
+    return np.concatenate([zero, np.cumsum(cpus)]), np.concatenate([zero, np.cumsum(cores)])
 
 
 def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int) -> K.Hw:
@@ -33,15 +33,17 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     cpus = np.arange(cpu_first[-1], dtype=np.int64)
     socket = np.searchsorted(cpu_first, cpus, side="right") - 1
     socket_cores = np.diff(core_first)  # `cores` on every socket, unless they differ
+    socket_threads = np.array(config.socket_threads(table), dtype=np.int64)[socket]
     rest = cpus - cpu_first[socket]
     thread, core = rest // socket_cores[socket], rest % socket_cores[socket]
     core_of = core_first[socket] + core
-    # Each CPU's other threads on its core (-1 without SMT): thread u of the same core is CPU
-    # cpu_first[socket] + u * cores + core.
+    # Each CPU's other threads on its core (-1 without SMT, or past its socket's threads): thread
+    # u of the same core is CPU cpu_first[socket] + u * (the socket's cores) + core.
     siblings = np.full((len(cpus), max(threads - 1, 1)), -1, dtype=np.int64)
     for k in range(1, threads):
-        other = (thread + k) % threads
-        siblings[:, k - 1] = cpu_first[socket] + other * cores + core
+        other = (thread + k) % socket_threads
+        has = k < socket_threads
+        siblings[has, k - 1] = (cpu_first[socket] + other * socket_cores[socket] + core)[has]
 
     level = np.array(table.request_levels(), dtype=np.int64)
     top = int(level.max())

@@ -70,6 +70,11 @@ class DumpTable(_Model):
     cpus_per_socket: list[int] | None = Field(
         default=None, description="Online CPUs of each package, where the packages differ."
     )
+    threads_per_core_by_socket: list[int] | None = Field(
+        default=None,
+        description="With cpus_per_socket: each package's SMT threads per core (its sibling lists; 1 "
+        "where they pair no CPUs).",
+    )
 
 
 class Recognition(_Model):
@@ -193,11 +198,24 @@ def _topology(dump: DumpTable, notes: list[str]) -> dict[str, Any]:
     n = dump.online_cpus or max(len(dump.states), 1)
     uneven = dump.cpus_per_socket
     if uneven and sum(uneven) == n and len(uneven) == (dump.packages or len(uneven)):
+        threads = dump.threads_per_core_by_socket
+        whole = threads is not None and len(threads) == len(uneven)
+        if threads is None or not whole or any(c % k for c, k in zip(uneven, threads, strict=True)):
+            threads = [1] * len(uneven)
+        cores = [c // k for c, k in zip(uneven, threads, strict=True)]
+        shape = (
+            ", ".join(f"{c} cores of {k} thread(s)" for c, k in zip(cores, threads, strict=True))
+            if max(threads) > 1
+            else "that many single-thread cores"
+        )
         notes.append(
             f"the packages have {', '.join(map(str, uneven))} online CPUs: simulated as "
-            f"{len(uneven)} sockets of that many single-thread cores"
+            f"{len(uneven)} sockets of {shape}"
         )
-        return {"sockets": len(uneven), "cpus_per_socket": list(uneven), "threads_per_core": 1, "cpus": n}
+        out: dict[str, Any] = {"sockets": len(uneven), "cpus_per_socket": list(uneven)}
+        if max(threads) > 1:
+            out["threads_per_core_by_socket"] = list(threads)
+        return {**out, "threads_per_core": max(threads), "cpus": n}
     sockets = dump.packages or 1
     threads = dump.threads_per_core or 1
     cores = dump.cores_per_socket

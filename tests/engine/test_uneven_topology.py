@@ -93,3 +93,87 @@ def test_a_platform_of_uneven_sockets_runs_them_when_the_layout_is_left_to_it() 
     # A layout of the run's own replaces the platform's.
     own = SimConfig.model_validate({**body, "topology": {"sockets": 2, "cores_per_socket": 2}})
     assert own.socket_cpus() == [2 * own.threads_per_core()] * 2
+
+
+# ------------------------------------------------------------- SMT siblings in an uneven layout
+
+
+def paired(counts: list[int], threads: list[int], **over: Any) -> SimConfig:
+    topology = {"sockets": len(counts), "cpus_per_socket": counts, "threads_per_core_by_socket": threads}
+    return exact_config(topology=topology, **over)
+
+
+@pytest.mark.parametrize(
+    ("topology", "message"),
+    [
+        (
+            {"sockets": 2, "cpus_per_socket": [6, 4], "threads_per_core_by_socket": [2]},
+            "topology.threads_per_core_by_socket: 1 count(s) for 2 socket(s)",
+        ),
+        (
+            {"sockets": 2, "cpus_per_socket": [6, 3], "threads_per_core_by_socket": [2, 2]},
+            "topology.threads_per_core_by_socket: socket 1's 3 CPUs are not whole cores of 2 threads",
+        ),
+        (
+            {
+                "sockets": 2,
+                "cpus_per_socket": [6, 4],
+                "threads_per_core_by_socket": [2, 2],
+                "threads_per_core": 1,
+            },
+            "topology.threads_per_core: must be the largest of threads_per_core_by_socket (2) or unset, "
+            "got 1",
+        ),
+        (
+            {
+                "sockets": 2,
+                "cpus_per_socket": [6, 4],
+                "threads_per_core_by_socket": [2, 2],
+                "cores_per_socket": 6,
+            },
+            "topology.cores_per_socket: must be the largest socket's cores (3) or unset, got 6",
+        ),
+        (
+            {"sockets": 2, "cores_per_socket": 3, "threads_per_core_by_socket": [2, 2]},
+            "topology.threads_per_core_by_socket: needs cpus_per_socket",
+        ),
+    ],
+)
+def test_siblings_that_do_not_make_whole_cores_are_refused(topology: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        SimConfig.model_validate({"platform": "skx", "topology": topology})
+
+
+def test_siblings_share_a_core_in_each_socket() -> None:
+    """Socket 0: 6 CPUs as 3 cores of 2 threads (CPUs k and k + 3, as the even layout numbers
+    them), socket 1: 4 single-thread cores."""
+    config = paired([6, 4], [2, 1])
+    assert (config.socket_cores(), config.cores_per_socket(), config.threads_per_core()) == ([3, 4], 4, 2)
+    hw = _Prepared(config).hw
+    assert hw.core_of.tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 5, 6]
+    assert hw.siblings[:, 0].tolist() == [3, 4, 5, 0, 1, 2, -1, -1, -1, -1]
+
+
+def test_a_core_reaches_cc6_only_when_all_its_threads_are_idle() -> None:
+    """CPU 3, CPU 0's sibling, is busy: core 0 never leaves C0 while cores 1 and 2 sleep in CC6.
+    Unpaired (each CPU its own core, as before), CPU 0's core sleeps too."""
+    wakeups = {**exact_config().wakeups.model_dump(), "busy_cpus": [3]}
+    r = simulate(paired([6, 4], [2, 1], wakeups=wakeups))
+    assert len(r.hardware.per_core) == 7 and r.hardware.threads_per_core == 2
+    cc0, cc6 = (r.hardware.core_states.index(n) for n in ("CC0", "CC6"))
+    core0, core1 = r.hardware.per_core[0], r.hardware.per_core[1]
+    assert core0[cc0] == 1.0 and core1[cc6] > 0.9
+    assert r.hardware.sockets[0].package["PC0"] == 1.0  # a busy core keeps its package up
+    alone = simulate(uneven([6, 4], wakeups=wakeups)).hardware
+    assert len(alone.per_core) == 10 and alone.per_core[0][cc6] > 0.9
+
+
+def test_equal_paired_counts_run_as_the_even_layout() -> None:
+    wakeups = {**exact_config().wakeups.model_dump(), "ipis": {"rate_hz": 500, "same_socket_share": 0.7}}
+    even = exact_config(
+        topology={"sockets": 2, "cores_per_socket": 3, "threads_per_core": 2}, wakeups=wakeups
+    )
+    a = simulate(even).model_dump(mode="json")
+    b = simulate(paired([6, 6], [2, 2], wakeups=wakeups)).model_dump(mode="json")
+    a.pop("config_hash"), b.pop("config_hash")
+    assert a == b
