@@ -198,14 +198,14 @@ def _topology(dump: DumpTable, notes: list[str]) -> dict[str, Any]:
     n = dump.online_cpus or max(len(dump.states), 1)
     uneven = dump.cpus_per_socket
     if uneven and sum(uneven) == n and len(uneven) == (dump.packages or len(uneven)):
-        threads = dump.threads_per_core_by_socket
-        whole = threads is not None and len(threads) == len(uneven)
-        if threads is None or not whole or any(c % k for c, k in zip(uneven, threads, strict=True)):
-            threads = [1] * len(uneven)
-        cores = [c // k for c, k in zip(uneven, threads, strict=True)]
+        by_socket = dump.threads_per_core_by_socket
+        whole = by_socket is not None and len(by_socket) == len(uneven)
+        if by_socket is None or not whole or any(c % k for c, k in zip(uneven, by_socket, strict=True)):
+            by_socket = [1] * len(uneven)
+        socket_cores = [c // k for c, k in zip(uneven, by_socket, strict=True)]
         shape = (
-            ", ".join(f"{c} cores of {k} thread(s)" for c, k in zip(cores, threads, strict=True))
-            if max(threads) > 1
+            ", ".join(f"{c} cores of {k} thread(s)" for c, k in zip(socket_cores, by_socket, strict=True))
+            if max(by_socket) > 1
             else "that many single-thread cores"
         )
         notes.append(
@@ -213,9 +213,9 @@ def _topology(dump: DumpTable, notes: list[str]) -> dict[str, Any]:
             f"{len(uneven)} sockets of {shape}"
         )
         out: dict[str, Any] = {"sockets": len(uneven), "cpus_per_socket": list(uneven)}
-        if max(threads) > 1:
-            out["threads_per_core_by_socket"] = list(threads)
-        return {**out, "threads_per_core": max(threads), "cpus": n}
+        if max(by_socket) > 1:
+            out["threads_per_core_by_socket"] = list(by_socket)
+        return {**out, "threads_per_core": max(by_socket), "cpus": n}
     sockets = dump.packages or 1
     threads = dump.threads_per_core or 1
     cores = dump.cores_per_socket

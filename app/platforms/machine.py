@@ -120,8 +120,9 @@ def run_topology(topo: Topology) -> dict[str, Any]:
     """The layout a run of the machine has: exactly its online CPUs, with every count set (so no
     platform default applies on top). The dump's sockets x cores x threads where they make the
     online CPUs (and the engine's bounds hold); else, where the records place every online CPU in
-    its package, those packages with their own online counts (single-thread cores: CPUs taken
-    offline leave the packages uneven); else single-thread cores on as few sockets as fit."""
+    its package, those packages with their own online counts (CPUs taken offline leave the
+    packages uneven), each with its cores' online threads where they all have as many (else
+    single-thread cores); else single-thread cores on as few sockets as fit."""
     n = topo.online_cpus or topo.cpus
     layout = (topo.sockets, topo.cores_per_socket, topo.threads_per_core)
     out: dict[str, Any]
@@ -135,9 +136,13 @@ def run_topology(topo: Topology) -> dict[str, Any]:
     ):
         out = {"sockets": layout[0], "cores_per_socket": layout[1], "threads_per_core": layout[2]}
     elif per_package and sum(per_package) == n and len(per_package) <= 16 and max(per_package) <= 512:
-        out = {"sockets": len(per_package), "cores_per_socket": max(per_package), "threads_per_core": 1}
-        if len(set(per_package)) > 1:
+        threads = _package_threads(topo, per_package)
+        cores = [c // k for c, k in zip(per_package, threads, strict=True)]
+        out = {"sockets": len(per_package), "cores_per_socket": max(cores), "threads_per_core": max(threads)}
+        if len(set(per_package)) > 1 or len(set(threads)) > 1:
             out["cpus_per_socket"] = list(per_package)
+            if max(threads) > 1:
+                out["threads_per_core_by_socket"] = threads
     else:
         sockets = next((k for k in range(max(topo.sockets, 1), 17) if n % k == 0 and n // k <= 512), 1)
         out = {"sockets": sockets, "cores_per_socket": n // sockets, "threads_per_core": 1}
@@ -150,6 +155,15 @@ def run_topology(topo: Topology) -> dict[str, Any]:
     return out
 
 
+def _package_threads(topo: Topology, per_package: list[int]) -> list[int]:
+    """Each package's threads per core for the run: its cores' online threads where they all have
+    as many (up to the engine's 4) and they make its CPUs, else 1 (each CPU its own core)."""
+    threads = topo.package_threads
+    if threads is None or len(threads) != len(per_package):
+        return [1] * len(per_package)
+    return [k if 1 <= k <= 4 and c % k == 0 else 1 for c, k in zip(per_package, threads, strict=True)]
+
+
 def platform_topology(topology: Mapping[str, Any], part: str) -> PlatformTopology:
     return PlatformTopology(
         sockets=topology["sockets"],
@@ -157,6 +171,7 @@ def platform_topology(topology: Mapping[str, Any], part: str) -> PlatformTopolog
         threads_per_core=topology["threads_per_core"],
         cores_per_module=topology.get("cores_per_module", 1),
         cpus_per_socket=topology.get("cpus_per_socket"),
+        threads_per_core_by_socket=topology.get("threads_per_core_by_socket"),
         part=part,
     )
 
@@ -185,6 +200,7 @@ def dump_table(dump: SysfsDump, topology: Mapping[str, Any]) -> DumpTable:
         cores_per_socket=topology["cores_per_socket"],
         threads_per_core=topology["threads_per_core"],
         cpus_per_socket=topology.get("cpus_per_socket"),
+        threads_per_core_by_socket=topology.get("threads_per_core_by_socket"),
     )
 
 
