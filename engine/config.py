@@ -99,6 +99,16 @@ class Topology(_Model):
         "so that socket s has cpus_per_socket[s] / threads_per_core_by_socket[s] cores; unset, 1 "
         "everywhere. threads_per_core and cores_per_socket, if given, are the largest.",
     )
+    core_threads: (
+        list[Annotated[list[Annotated[int, Field(ge=1, le=4)]], Field(min_length=1, max_length=512)]] | None
+    ) = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        max_length=16,
+        description="With cpus_per_socket, instead of threads_per_core_by_socket: each socket's cores as "
+        "their online SMT threads, in core order (a hybrid part's P-cores 2, E-cores 1; a core whose "
+        "sibling is offline 1); each socket's sum is its CPUs.",
+    )
 
 
 class GovernorConfig(_Model):
@@ -522,22 +532,25 @@ class SimConfig(_Model):
             return uneven
         return [self.cores_per_socket(table) * self.threads_per_core(table)] * self.topology.sockets
 
-    def socket_threads(self, table: Platform | None = None) -> list[int]:
-        """Each socket's SMT threads per core: an uneven layout's (1 where it pairs no siblings),
-        else the same on every socket."""
+    def core_threads(self, table: Platform | None = None) -> list[list[int]]:
+        """Each socket's cores as their SMT threads, in core order: an uneven layout's
+        (`core_threads`, or `threads_per_core_by_socket`, else single-thread cores), else the
+        same on every socket."""
         table = table or self.resolve_platform()
         uneven = self.uneven_sockets(table)
         if uneven is None:
-            return [self.topology.threads_per_core or table.topology.threads_per_core] * self.topology.sockets
-        own = self.topology.cpus_per_socket is not None
-        by_socket = (self.topology if own else table.topology).threads_per_core_by_socket
-        return list(by_socket) if by_socket is not None else [1] * len(uneven)
+            threads = self.topology.threads_per_core or table.topology.threads_per_core
+            cores = self.topology.cores_per_socket or table.topology.cores_per_socket
+            return [[threads] * cores for _ in range(self.topology.sockets)]
+        layout = self.topology if self.topology.cpus_per_socket is not None else table.topology
+        if layout.core_threads is not None:
+            return [list(c) for c in layout.core_threads]
+        by_socket = layout.threads_per_core_by_socket or [1] * len(uneven)
+        return [[k] * (c // k) for c, k in zip(uneven, by_socket, strict=True)]
 
     def socket_cores(self, table: Platform | None = None) -> list[int]:
         """Each socket's cores, in socket order."""
-        table = table or self.resolve_platform()
-        threads = self.socket_threads(table)
-        return [c // t for c, t in zip(self.socket_cpus(table), threads, strict=True)]
+        return [len(c) for c in self.core_threads(table)]
 
     def cores_per_socket(self, table: Platform | None = None) -> int:
         """Cores of a socket (of the largest, where sockets differ)."""
@@ -547,8 +560,8 @@ class SimConfig(_Model):
         return self.topology.cores_per_socket or table.topology.cores_per_socket
 
     def threads_per_core(self, table: Platform | None = None) -> int:
-        """SMT threads per core (the most any socket has, where sockets differ)."""
-        return max(self.socket_threads(table))
+        """SMT threads per core (the most any core has, where they differ)."""
+        return max(max(c) for c in self.core_threads(table))
 
     def cores_per_module(self, table: Platform | None = None) -> int:
         return self.topology.cores_per_module or (table or self.resolve_platform()).topology.cores_per_module

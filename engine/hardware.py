@@ -25,25 +25,36 @@ def socket_starts(config: SimConfig, table: Platform) -> tuple[np.ndarray, np.nd
     return np.concatenate([zero, np.cumsum(cpus)]), np.concatenate([zero, np.cumsum(cores)])
 
 
+def core_layout(core_threads: list[list[int]], threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each CPU's core and its core's other threads (-1 padded, at least one column), CPUs
+    numbered socket by socket and within a socket thread by thread: thread t of every core that
+    has it, in core order, then thread t + 1 (so with C cores of T threads, thread t of core k is
+    CPU t*C + k of its socket, as `Topology` says)."""
+    core_of: list[int] = []
+    members: list[list[int]] = []
+    for socket in core_threads:
+        first_core = len(members)
+        members += [[] for _ in socket]
+        for t in range(max(socket)):
+            for k, n in enumerate(socket):
+                if n > t:
+                    members[first_core + k].append(len(core_of))
+                    core_of.append(first_core + k)
+    siblings = np.full((len(core_of), max(threads - 1, 1)), -1, dtype=np.int64)
+    for mates in members:
+        for t, cpu in enumerate(mates):
+            for j in range(1, len(mates)):
+                siblings[cpu, j - 1] = mates[(t + j) % len(mates)]
+    return np.array(core_of, dtype=np.int64), siblings
+
+
 def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int) -> K.Hw:
     """The event loop's core, module and package state for this config (everything at C0 at the start)."""
     sockets = config.topology.sockets
     cpu_first, core_first = socket_starts(config, table)
     n_cores = int(core_first[-1])
+    core_of, siblings = core_layout(config.core_threads(table), threads)
     cpus = np.arange(cpu_first[-1], dtype=np.int64)
-    socket = np.searchsorted(cpu_first, cpus, side="right") - 1
-    socket_cores = np.diff(core_first)  # `cores` on every socket, unless they differ
-    socket_threads = np.array(config.socket_threads(table), dtype=np.int64)[socket]
-    rest = cpus - cpu_first[socket]
-    thread, core = rest // socket_cores[socket], rest % socket_cores[socket]
-    core_of = core_first[socket] + core
-    # Each CPU's other threads on its core (-1 without SMT, or past its socket's threads): thread
-    # u of the same core is CPU cpu_first[socket] + u * (the socket's cores) + core.
-    siblings = np.full((len(cpus), max(threads - 1, 1)), -1, dtype=np.int64)
-    for k in range(1, threads):
-        other = (thread + k) % socket_threads
-        has = k < socket_threads
-        siblings[has, k - 1] = (cpu_first[socket] + other * socket_cores[socket] + core)[has]
 
     level = np.array(table.request_levels(), dtype=np.int64)
     top = int(level.max())

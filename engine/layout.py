@@ -14,11 +14,15 @@ def check_uneven_layout(t: Topology) -> None:
     as cores_per_socket and threads_per_core."""
     counts, by_socket = t.cpus_per_socket, t.threads_per_core_by_socket
     if counts is None:
-        if by_socket is not None:
-            raise ValueError("topology.threads_per_core_by_socket: needs cpus_per_socket")
+        for name in ("threads_per_core_by_socket", "core_threads"):
+            if getattr(t, name) is not None:
+                raise ValueError(f"topology.{name}: needs cpus_per_socket")
         return
     if len(counts) != t.sockets:
         raise ValueError(f"topology.cpus_per_socket: {len(counts)} count(s) for {t.sockets} socket(s)")
+    if t.core_threads is not None:
+        _check_core_threads(t, counts)
+        return
     if by_socket is None:
         if t.threads_per_core not in (None, 1):
             raise ValueError(
@@ -50,5 +54,33 @@ def check_uneven_layout(t: Topology) -> None:
     if t.cores_per_socket not in (None, cores):
         raise ValueError(
             f"topology.cores_per_socket: must be the largest socket's cores ({cores}) or unset, "
+            f"got {t.cores_per_socket}"
+        )
+
+
+def _check_core_threads(t: Topology, counts: list[int]) -> None:
+    """Each socket's cores' threads add up to its CPUs; the largest are the counts given."""
+    cores = t.core_threads
+    assert cores is not None
+    if t.threads_per_core_by_socket is not None:
+        raise ValueError("topology.core_threads: give it or threads_per_core_by_socket, not both")
+    if len(cores) != len(counts):
+        raise ValueError(f"topology.core_threads: {len(cores)} socket(s) for {len(counts)} count(s)")
+    for s, (threads, cpus) in enumerate(zip(cores, counts, strict=True)):
+        if sum(threads) != cpus:
+            raise ValueError(
+                f"topology.core_threads: socket {s}'s {len(threads)} cores have {sum(threads)} threads, "
+                f"but cpus_per_socket gives it {cpus}"
+            )
+    most = max(max(c) for c in cores)
+    if t.threads_per_core not in (None, most):
+        raise ValueError(
+            f"topology.threads_per_core: must be the most threads of core_threads ({most}) or unset, "
+            f"got {t.threads_per_core}"
+        )
+    widest = max(len(c) for c in cores)
+    if t.cores_per_socket not in (None, widest):
+        raise ValueError(
+            f"topology.cores_per_socket: must be the largest socket's cores ({widest}) or unset, "
             f"got {t.cores_per_socket}"
         )

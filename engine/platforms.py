@@ -193,6 +193,12 @@ class PlatformTopology(_Model):
         exclude_if=lambda v: v is None,
         description="With cpus_per_socket: each socket's SMT threads per core (the machine's sibling lists).",
     )
+    core_threads: list[list[Annotated[int, Field(ge=1, le=4)]]] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="With cpus_per_socket: each socket's cores as their online SMT threads, where a "
+        "socket's cores differ (hybrid parts, single siblings offline).",
+    )
     part: str = ""
 
 

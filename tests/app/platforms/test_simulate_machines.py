@@ -207,16 +207,19 @@ def test_uneven_packages_keep_their_smt_siblings_paired(app_client: Any) -> None
     assert result.hardware.threads_per_core == 2
 
 
-def test_a_package_whose_cores_lost_single_siblings_runs_single_thread_cores(app_client: Any) -> None:
+def test_a_package_whose_cores_lost_single_siblings_keeps_each_core_as_it_is(app_client: Any) -> None:
     """Three of package 1's cores with one thread offline: package 0 keeps its 26 cores of 2
-    threads, package 1's 49 CPUs are each their own core (their cores have 1 or 2 online threads)."""
+    threads, package 1 has 26 cores too, 3 of them with 1 thread (`core_threads`)."""
     text = gzip.decompress((MACHINES / "sklep0-sysfs.txt.gz").read_bytes()).decode()
     answer, config = simulate(app_client, with_cores_and_offline(text, 3, (1,)).encode(), "sklep0-mixed")
     topo = config["topology"]
-    assert (topo["cpus_per_socket"], topo["threads_per_core_by_socket"], topo["cpus"]) == (
-        [52, 49],
-        [2, 1],
-        101,
-    )
+    assert (topo["cpus_per_socket"], topo["cpus"], topo["threads_per_core"]) == ([52, 49], 101, 2)
+    assert topo["core_threads"] == [[2] * 26, [1, 1, 1] + [2] * 23]
+    assert "threads_per_core_by_socket" not in topo
     assert any("cores have [1, 2] online threads" in n for n in answer["machine"]["notes"])
-    assert engine.SimConfig.model_validate(config).socket_cores() == [26, 49]
+    notes = answer["machine"]["recognition"]["notes"]
+    assert any("26 cores of 2 thread(s), 26 cores (23 of 2, 3 of 1 threads)" in n for n in notes), notes
+    parsed = engine.SimConfig.model_validate(config)
+    assert (parsed.socket_cores(), parsed.n_cpus()) == ([26, 26], 101)
+    result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
+    assert result.cpus == 101 and len(result.hardware.per_core) == 52
