@@ -223,3 +223,12 @@ def test_a_package_whose_cores_lost_single_siblings_keeps_each_core_as_it_is(app
     assert (parsed.socket_cores(), parsed.n_cpus()) == ([26, 26], 101)
     result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
     assert result.cpus == 101 and len(result.hardware.per_core) == 52
+
+
+def test_the_machine_page_says_the_uneven_layout_it_simulates(app_client: Any) -> None:
+    text = gzip.decompress((MACHINES / "sklep0-sysfs.txt.gz").read_bytes()).decode()
+    simulate(app_client, with_cores_and_offline(text, 5).encode(), "sklep0-page")
+    page = app_client.get("/platforms/sklep0-page").text
+    run = re.search(r'<td id="machine-run">([^<]*)', page)
+    assert run is not None
+    assert run.group(1).startswith("94 CPUs (52 + 42 on 2 sockets, 2 and 2 thread(s) per core)"), run.group(1)
