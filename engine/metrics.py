@@ -143,6 +143,22 @@ def _turbostat(column: str, scale: float) -> Callable[[Result], float | None]:
     return read
 
 
+def _package_watts(sockets: bool) -> Callable[[Result], float | None]:
+    """PkgWatt per package, or summed over the packages as turbostat's summary row prints it.
+
+    Read from `pkg_watts` (per package in every engine version; the system row's own PkgWatt was
+    per package in early 0.6 engines and is the sum since), and only where the platform has RAPL (turbostat
+    prints no PkgWatt on Westmere)."""
+
+    def read(r: Result) -> float | None:
+        system = r["hardware"]["system"]
+        if system["turbostat"].get("PkgWatt") is None:
+            return None
+        return float(system["pkg_watts"]) * (r["sockets"] if sockets else 1)
+
+    return read
+
+
 def _sender(locality: str, field: str) -> Callable[[Result], float | None]:
     return lambda r: r["ipi"][locality][field] if r["ipi"][locality]["calls"] else None
 
@@ -256,7 +272,7 @@ def _hardware_metrics() -> list[Metric]:
                 f"hardware.{column}",
                 label,
                 "W" if watts else "share",
-                _turbostat(column, 1.0 if watts else 0.01),
+                _package_watts(sockets=False) if watts else _turbostat(column, 0.01),
                 "down" if watts else "none",
                 "hardware",
                 watts,
@@ -264,11 +280,7 @@ def _hardware_metrics() -> list[Metric]:
         )
     for column in TURBOSTAT_KEY_COLUMNS:
         watts = column == "PkgWatt"
-        read = _turbostat(column, 1.0)
-        if watts:
-            read = (lambda per_socket: lambda r: None if (v := per_socket(r)) is None else v * r["sockets"])(
-                read
-            )
+        read = _package_watts(sockets=True) if watts else _turbostat(column, 1.0)
         out.append(
             Metric(
                 f"turbostat.{column}",

@@ -50,6 +50,10 @@ def test_pkgwatt_per_socket_and_as_turbostat_sums_it(result: dict) -> None:  # t
     per_socket = metrics.get("hardware.PkgWatt").value(result)
     summed = metrics.get("turbostat.PkgWatt").value(result)
     assert per_socket is not None and summed == pytest.approx(per_socket * result["sockets"])
+    # Summed once: the same figure as the result's system row and the sum of its sockets' rows.
+    hardware = result["hardware"]
+    assert summed == pytest.approx(hardware["system"]["turbostat"]["PkgWatt"])
+    assert summed == pytest.approx(sum(s["turbostat"]["PkgWatt"] for s in hardware["sockets"]))
 
 
 def test_a_measurement_reads_the_same_figure() -> None:

@@ -150,8 +150,9 @@ def test_compare_aligns_measured_with_simulated(app_client: Any) -> None:
     simulated = result["hardware"]["system"]["turbostat"]["CPU%c6"]
     assert c6["simulated"] == [pytest.approx(simulated)]
     assert c6["deltas_pct"] == [pytest.approx((simulated - 84.0) / 84.0 * 100)]
-    watts = rows["turbostat.PkgWatt"]  # turbostat sums packages: the run's per-package figure times sockets
-    sim_watts = result["hardware"]["system"]["turbostat"]["PkgWatt"] * result["sockets"]
+    watts = rows["turbostat.PkgWatt"]  # turbostat's summary row sums the packages, as the run's system row does
+    sim_watts = result["hardware"]["system"]["turbostat"]["PkgWatt"]
+    assert sim_watts == pytest.approx(sum(s["turbostat"]["PkgWatt"] for s in result["hardware"]["sockets"]))
     assert watts["simulated"] == [pytest.approx(sim_watts)]
     page = app_client.get(f"/compare?ids={run_id},{wult}")
     assert page.status_code == 200
