@@ -27,7 +27,7 @@ numba_config: Any = _numba_config  # its settings are set at run time, from the 
 COMPILED_MODULES = (
     "jit.py", "streams.py", "governors/common.py", "governors/menu.py", "governors/teo.py",
     "governors/ladder.py", "governors/haltpoll.py", "governors/cpuidle.py", "kernel.py", "summary.py",
-    "load.py",
+    "load.py", "drawn_timers.py",
 )
 
 

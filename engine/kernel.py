@@ -292,6 +292,7 @@ class Stats(NamedTuple):
     ctr: np.ndarray  # K_* counters
     fsum: np.ndarray  # F_* float sums
     tl: np.ndarray  # timeline rows (cpu, start, end, state)
+    lat_state: np.ndarray  # the state each L_WAKE and L_INTR sample woke from, at its lat_buf index
 
 
 # ------------------------------------------------------------------------------------------ random
@@ -696,6 +697,15 @@ def _sample(stats: Stats, src: int, value: int) -> None:
     if stats.lat_off[src] + i < stats.lat_off[src + 1]:
         stats.lat_buf[stats.lat_off[src] + i] = value
         stats.lat_cnt[src] = i + 1
+
+
+@compiled(inline=True)
+def _sample_from(stats: Stats, src: int, value: int, s: int) -> None:
+    """A wake-up's L_WAKE or L_INTR sample, and the state `s` it woke from."""
+    i = stats.lat_off[src] + stats.lat_cnt[src]
+    if i < stats.lat_off[src + 1]:
+        stats.lat_state[i] = s
+    _sample(stats, src, value)
 
 
 @compiled(inline=True)
@@ -1125,7 +1135,7 @@ def _wake_from_idle(
             t_task = t_after + sw_ns
         ssum[S_INTR_SUM, s] += t_irq - t
         ssum[S_INTR_N, s] += 1
-        _sample(stats, L_INTR, t_irq - t)
+        _sample_from(stats, L_INTR, t_irq - t, s)
         if kind == EV_TIMER:
             _sample(stats, L_TIMER, t_task - t)
             task_ns = (t_task - t_after) + tm_work[arg]
@@ -1153,7 +1163,7 @@ def _wake_from_idle(
             wake = ret - t
         ssum[S_WAKE_SUM, s] += wake
         ssum[S_WAKE_N, s] += 1
-        _sample(stats, L_WAKE, wake)
+        _sample_from(stats, L_WAKE, wake, s)
         ctr[K_WAKEUPS] += 1
     if kind == EV_TIMER:
         _rearm_timer(arr, arg, c, t)

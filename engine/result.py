@@ -43,6 +43,18 @@ class LatencyStats(_Model):
     histogram: Histogram
 
 
+class LatencyFigures(_Model):
+    """A latency distribution's figures without its histogram (per C-state, where space counts)."""
+
+    count: int
+    mean_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    p999_ns: float
+    max_ns: float
+
+
 class StateStats(_Model):
     """One C-state's counters, as `cpuidle_enter_state()` keeps them, summed over CPUs."""
 
@@ -61,6 +73,17 @@ class StateStats(_Model):
     wake_latency_mean_ns: float | None = Field(description="Mean WakeLatency of wake-ups from this state.")
     intr_latency_mean_ns: float | None = Field(description="Mean IntrLatency of interrupt wake-ups from it.")
     exit_latency_mean_ns: float | None = Field(description="Mean drawn hardware exit latency.")
+    wake_latency: LatencyFigures | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="WakeLatency of the wake-ups from this state (as wult's per-ReqCState figures); "
+        "absent without any, and in results made before engine 0.7.1.",
+    )
+    intr_latency: LatencyFigures | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="IntrLatency of the interrupt wake-ups from this state; absent without any.",
+    )
 
 
 SENDER_PARTS = ("setup", "csd_wait", "line_transfers", "apic_send")
