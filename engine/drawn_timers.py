@@ -59,7 +59,7 @@ def _draw(state: np.ndarray, c: int, quantiles_ns: np.ndarray) -> float:
     steps = quantiles_ns.shape[0] - 1
     place = uniform(state, c) * steps
     i = min(int(place), steps - 1)
-    return quantiles_ns[i] + (quantiles_ns[i + 1] - quantiles_ns[i]) * (place - i)
+    return float(quantiles_ns[i] + (quantiles_ns[i + 1] - quantiles_ns[i]) * (place - i))
 
 
 @compiled()

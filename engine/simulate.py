@@ -236,8 +236,8 @@ class _Prepared:
             cpus = _cpu_set(timer.cpus, n)
             first = (phases[cpus, k] * self.tm_period[k]).astype(np.int64)
             self.tm_next[k, cpus] = np.where(first == 0, self.tm_period[k], first)
-        rows = [*sorted(drawn.items()), *((n_timers + j, r) for j, r in enumerate(load.timers))]
-        self.tm_seq_t, self.tm_seq_ptr, self.tm_seq_end = _timer_sequences(self.tm_next, rows)
+        timer_rows = [*sorted(drawn.items()), *((n_timers + j, r) for j, r in enumerate(load.timers))]
+        self.tm_seq_t, self.tm_seq_ptr, self.tm_seq_end = _timer_sequences(self.tm_next, timer_rows)
         # Expiries of each timer row over the run, on all its CPUs (buffer sizes below).
         expiries = [
             len(drawn[k].times) + n if k in drawn else (t_end // p + 1) * n

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from app.compare import sides as like
+from app.compare.measured_states import StateComparison, proportions, state_comparison
 from app.compare.stats import PairComparison, compare_sides
 from app.core.errors import InvalidInput, NotFound
 from app.core.inputs import check_id
@@ -155,6 +156,11 @@ class Comparison(BaseModel):
     )
     measured: list[MeasuredMetric] = Field(
         default_factory=list, description="What the runs and the measurements both have, aligned."
+    )
+    measured_states: StateComparison | None = Field(
+        default=None,
+        description="Against wult measurements, per requested C-state present on both sides (WakeLatency, "
+        "IntrLatency where both have it), with the overall rows marked as mixing each side's proportions.",
     )
 
 
@@ -340,6 +346,7 @@ def with_measurements(
         update={
             "measurements": compared,
             "measured": measured_metrics(measured, results),
+            "measured_states": state_comparison([(m.id, m.view) for m in measured], results),
             "warnings": [*comparison.warnings, *(CompareWarning(**w) for w in warnings)],
         }
     )
@@ -377,11 +384,18 @@ def page_context(
     if not comparison.measurements:
         return {"measured": None}
     measured = [load_measurement_view(session, m.id) for m in comparison.measurements]
+    states = comparison.measured_states
+    wult_labels = [f"M{i + 1}" for i, m in enumerate(comparison.measurements) if m.kind == "wult"]
     return {
         "measured": {
             "measurements": [m.model_dump() for m in comparison.measurements],
             "metrics": [m.model_dump() for m in comparison.measured],
             "charts": overlay_charts(measured, runs),
+            "states": None if states is None else states.model_dump(),
+            "wult_labels": wult_labels,
+            "proportions": None
+            if states is None
+            else proportions(states, [label for label, _ in runs], wult_labels),
         }
     }
 
