@@ -138,7 +138,7 @@ def run_snapshot(view: RunView, *, link: str, note: str | None) -> str:
     ]
     sections = [Section("Run", tables=[Table(["", ""], facts)])]
     if note:
-        sections.append(Section("Note", text=note))
+        sections.append(Section("Note", note=note))
     result = view.result
     if result is not None:
         stats = view.summary_stats or {}
@@ -161,9 +161,10 @@ def run_snapshot(view: RunView, *, link: str, note: str | None) -> str:
     return render_snapshot(title, sections, plotly_js=plotly_bundle(), footer=_taken(link))
 
 
-def compare_snapshot(view: CompareView, *, link: str) -> str:
-    """One file with a comparison: its warnings, the robot's table, every metric with its
-    statistics, and the overlaid charts."""
+def compare_snapshot(view: CompareView, *, link: str, notes: Mapping[str, str] | None = None) -> str:
+    """One file with a comparison: its warnings, each compared run's and measurement's note (by
+    id in `notes`), the robot's table, every metric with its statistics, the per-state rows
+    against wult measurements, and the overlaid charts."""
     runs = view.comparison.model_dump(mode="json")["runs"]
     labels = [run_label(r, i) for i, r in enumerate(runs)]
     sections = [
@@ -183,6 +184,13 @@ def compare_snapshot(view: CompareView, *, link: str) -> str:
     warnings = [w.message for w in view.comparison.warnings]
     if warnings:
         sections.append(Section("Not comparable as they are", items=warnings))
+    sides = [(labels[i], r["id"]) for i, r in enumerate(runs)]
+    sides += [(f"M{j + 1}: {m.title or m.id}", m.id) for j, m in enumerate(view.comparison.measurements)]
+    for label, side_id in sides:
+        if notes and notes.get(side_id):
+            sections.append(Section(f"Note on {label}", note=notes[side_id]))
+    if view.comparison.measured_states is not None and view.comparison.measured_states.rows:
+        sections.append(Section("Against wult, per requested C-state", text=_states_report(view, "text")))
     if view.pairs:
         sections.append(
             Section(
