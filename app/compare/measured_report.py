@@ -23,8 +23,11 @@ def _pct(value: float | None) -> str:
     return NOT_AVAILABLE if value is None else f"{value:+.1f}%"
 
 
+Delta = dict[str, float | None] | None
+
+
 def _cells(
-    row: StateRow, side: str, figures: LatencyFigures | None, share: float | None, delta: dict | None
+    row: StateRow, side: str, figures: LatencyFigures | None, share: float | None, delta: Delta
 ) -> list[str]:
     state = "all states, mixed" if row.mixed else row.state
     if figures is None:
