@@ -77,7 +77,7 @@ class StateStats(_Model):
         default=None,
         exclude_if=lambda v: v is None,
         description="WakeLatency of the wake-ups from this state (as wult's per-ReqCState figures); "
-        "absent without any, and in results made before engine 0.7.1.",
+        "absent without any, and in results made before per-state figures existed.",
     )
     intr_latency: LatencyFigures | None = Field(
         default=None,

@@ -303,6 +303,11 @@ def _delta_pct(measured: float | None, simulated: float | None) -> float | None:
     return (simulated - measured) / abs(measured) * 100.0
 
 
+# wult's overall latencies mix the requested states in the measurement's proportions, the run's in
+# its own: said on every such row (the per-state rows are `measured_states`).
+MIXED = " (all states, mixed in each side's own proportions)"
+
+
 def measured_metrics(
     measured: Sequence[MeasurementView], results: Sequence[Result | None]
 ) -> list[MeasuredMetric]:
@@ -324,7 +329,8 @@ def measured_metrics(
         ] if in_pp else [_delta_pct(ref, v) for v in simulated]
         out.append(
             MeasuredMetric(
-                key=m.key, label=m.label, unit=m.unit, simulated=simulated, measured=values,
+                key=m.key, label=m.label + (MIXED if m.group == "latency" else ""), unit=m.unit,
+                simulated=simulated, measured=values,
                 deltas_pct=[_delta_pct(ref, v) for v in simulated], delta_unit="pp" if in_pp else "%",
                 deltas=deltas,
             )

@@ -62,6 +62,9 @@ def test_each_requested_state_on_both_sides_gets_its_own_rows(compared: Any) -> 
     }  # fmt: skip
     assert sum(states["simulated_proportions"][0].values()) == pytest.approx(1.0)
     assert "own proportions" in states["note"]
+    # The overall rows of the aligned figures say so too.
+    p99 = next(m for m in body["measured"] if m["key"] == "latency.wake.p99_ns")
+    assert p99["label"].endswith("(all states, mixed in each side's own proportions)")
 
 
 def test_the_page_and_the_exports_show_the_per_state_rows(compared: Any) -> None:
