@@ -87,7 +87,8 @@ def wult_timer(
             interval = {"distribution": "uniform", "min_us": lo, "max_us": hi}
             notes.append(
                 f"launch distances uniform in {lo:g}..{hi:g} us, as wult draws them: the measured LDist's "
-                f"smallest and largest (its distribution is uniform within {distance:.2f} of {critical:.2f})"
+                f"smallest and largest (its Kolmogorov-Smirnov distance from uniform, {distance:.2f}, is "
+                f"within the {critical:.2f} chance allows)"
             )
     wake = (view.get("overall") or {}).get("WakeLatency") or {}
     wake_us = float(wake.get("p50_ns") or 0.0) / 1000.0
