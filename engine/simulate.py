@@ -480,10 +480,13 @@ class _Prepared:
         out: dict[int, list[LatencyFigures | None]] = {}
         for src in (K.L_WAKE, K.L_INTR):
             lo, cnt = int(self.lat_off[src]), int(self.lat_cnt[src])
-            samples, woke_from = self.lat_buf[lo : lo + cnt], self.lat_state[lo : lo + cnt]
+            woke_from = self.lat_state[lo : lo + cnt].astype(np.int64)
+            # The samples grouped by state in one pass (a stable sort of small integers).
+            grouped = self.lat_buf[lo : lo + cnt][np.argsort(woke_from, kind="stable")]
+            ends = np.cumsum(np.bincount(woke_from, minlength=n_states))
             figures: list[LatencyFigures | None] = []
             for i in range(n_states):
-                mine = samples[woke_from == i]
+                mine = grouped[(ends[i - 1] if i else 0) : ends[i]]
                 stats = latency_stats(mine).model_dump(exclude={"histogram"}) if len(mine) else None
                 figures.append(None if stats is None else LatencyFigures(**stats))
             out[src] = figures
