@@ -29,6 +29,7 @@ from engine.layout import check_uneven_layout
 from engine.load_config import MAX_LOAD_CLASSES, LoadClass
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
 from engine.table_rules import MIN_TSC_MHZ, CostsConfig, PowerConfig, irq_enable_refusal, table_errors
+from engine.timer_interval import TimerInterval
 
 MAX_CPUS = 1024
 MAX_DURATION_MS = 60_000.0
@@ -207,6 +208,17 @@ class TimerSource(_Model):
         description="hrtimer (clock_nanosleep, cyclictest) or a timer-wheel timer (timer_list: "
         "timeouts, delayed work), which keeps a running tick when due within it.",
     )
+    interval: TimerInterval | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Draw each expiry's distance instead of a fixed period (`period_us` is then unused): "
+        "`uniform` in [min_us, max_us] or from `quantiles_us`, counted from `rearm_after_us` after the "
+        "previous expiry (wult's delayed events). Each CPU draws from its own stream.",
+    )
+
+    def mean_interval_us(self) -> float:
+        """The mean time between expiries: the period, or the drawn intervals' mean."""
+        return self.period_us if self.interval is None else self.interval.mean_us()
 
 
 class InterruptSource(_Model):
@@ -472,6 +484,11 @@ class SimConfig(_Model):
                     ["wakeups", "timers", i, "period_us"],
                     "must be at least 0.001 (the clock counts nanoseconds)",
                 )
+            if timer.interval is not None and timer.interval.mean_us() * 1000 < 1:
+                refuse(
+                    ["wakeups", "timers", i, "interval"],
+                    "its mean (rearm_after_us plus the drawn distance) must be at least 0.001 us",
+                )
         limit = self.states.latency_limit_us
         if limit is not None and limit > MAX_LATENCY_LIMIT_US:
             refuse(["states", "latency_limit_us"], f"must be at most {MAX_LATENCY_LIMIT_US:g}, got {limit!r}")
@@ -572,7 +589,7 @@ class SimConfig(_Model):
         w = self.wakeups
         per_cpu_hz = (
             w.tick.hz
-            + sum(1e6 / t.period_us for t in w.timers)
+            + sum(1e6 / max(t.mean_interval_us(), 0.001) for t in w.timers)
             + w.interrupts.rate_hz
             + 2 * w.ipis.rate_hz
             + 2 * w.sched_wakeups.rate_hz

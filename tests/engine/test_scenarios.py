@@ -116,7 +116,8 @@ def test_every_scenario_figure_is_a_registry_metric() -> None:
         used += list(sc.key_table.metric_by_col) if sc.key_table is not None else []
         for m in used:
             found = metrics.get(m.key)
-            assert (found.label, found.unit, found.direction) == (m.label, m.unit, m.direction), (sc.name, m.key)
+            same = (found.label, found.unit, found.direction) == (m.label, m.unit, m.direction)
+            assert same, (sc.name, m.key)
 
 
 def test_shares_are_stated_in_percent_and_their_differences_in_points() -> None:
