@@ -25,9 +25,11 @@ from pydantic import (
 )
 
 from engine.governors import releases
+from engine.layout import check_uneven_layout
 from engine.load_config import MAX_LOAD_CLASSES, LoadClass
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
 from engine.table_rules import MIN_TSC_MHZ, CostsConfig, PowerConfig, irq_enable_refusal, table_errors
+from engine.timer_interval import TimerInterval
 
 MAX_CPUS = 1024
 MAX_DURATION_MS = 60_000.0
@@ -57,7 +59,9 @@ class Topology(_Model):
     Cores k..k+M-1 (M = `cores_per_module`, from k = 0) share a module. Only online CPUs are
     simulated: a machine read from a dump is given as its online layout, every count set, and
     `cpus` says how many logical CPUs that is (checked against the product). A machine whose
-    sockets have different numbers of online CPUs gives them as `cpus_per_socket` instead.
+    sockets have different numbers of online CPUs gives them as `cpus_per_socket` instead, with
+    `threads_per_core_by_socket` where its cores have SMT siblings (socket s then has
+    cpus_per_socket[s] / threads_per_core_by_socket[s] cores, numbered as above).
     """
 
     sockets: Annotated[int, Field(ge=1, le=16)] = Field(
@@ -85,8 +89,26 @@ class Topology(_Model):
         exclude_if=lambda v: v is None,
         max_length=16,
         description="Online logical CPUs of each socket, for a machine whose sockets differ (CPUs taken "
-        "offline, asymmetric parts): one count per socket, each CPU its own core (threads_per_core 1, "
-        "cores_per_socket the largest count if given); CPUs are numbered socket by socket.",
+        "offline, asymmetric parts): one count per socket; each CPU its own core unless "
+        "threads_per_core_by_socket pairs them; CPUs are numbered socket by socket.",
+    )
+    threads_per_core_by_socket: list[Annotated[int, Field(ge=1, le=4)]] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        max_length=16,
+        description="With cpus_per_socket: each socket's SMT threads per core (a machine's sibling lists), "
+        "so that socket s has cpus_per_socket[s] / threads_per_core_by_socket[s] cores; unset, 1 "
+        "everywhere. threads_per_core and cores_per_socket, if given, are the largest.",
+    )
+    core_threads: (
+        list[Annotated[list[Annotated[int, Field(ge=1, le=4)]], Field(min_length=1, max_length=512)]] | None
+    ) = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        max_length=16,
+        description="With cpus_per_socket, instead of threads_per_core_by_socket: each socket's cores as "
+        "their online SMT threads, in core order (a hybrid part's P-cores 2, E-cores 1; a core whose "
+        "sibling is offline 1); each socket's sum is its CPUs.",
     )
 
 
@@ -187,6 +209,17 @@ class TimerSource(_Model):
         description="hrtimer (clock_nanosleep, cyclictest) or a timer-wheel timer (timer_list: "
         "timeouts, delayed work), which keeps a running tick when due within it.",
     )
+    interval: TimerInterval | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Draw each expiry's distance instead of a fixed period (`period_us` is then unused): "
+        "`uniform` in [min_us, max_us] or from `quantiles_us`, counted from `rearm_after_us` after the "
+        "previous expiry (wult's delayed events). Each CPU draws from its own stream.",
+    )
+
+    def mean_interval_us(self) -> float:
+        """The mean time between expiries: the period, or the drawn intervals' mean."""
+        return self.period_us if self.interval is None else self.interval.mean_us()
 
 
 class InterruptSource(_Model):
@@ -354,15 +387,19 @@ class SimConfig(_Model):
         if "limit" not in self.package.model_fields_set:
             self.package.limit = table.deepest_package_state()  # type: ignore[assignment]
         self._resolve_driver_governor(table)
-        _check_cpus_per_socket(self.topology)
+        check_uneven_layout(self.topology)
         n_cpus = self.n_cpus(table)
         if n_cpus > MAX_CPUS:
             raise ValueError(f"topology: {n_cpus} CPUs is over the limit of {MAX_CPUS}")
         if self.topology.cpus is not None and self.topology.cpus != n_cpus:
             uneven = self.uneven_sockets(table)
-            layout = f"cpus_per_socket {uneven} sums to" if uneven is not None else (
-                f"{self.topology.sockets} socket(s) x {self.cores_per_socket(table)} cores x "
-                f"{self.threads_per_core(table)} thread(s) is"
+            layout = (
+                f"cpus_per_socket {uneven} sums to"
+                if uneven is not None
+                else (
+                    f"{self.topology.sockets} socket(s) x {self.cores_per_socket(table)} cores x "
+                    f"{self.threads_per_core(table)} thread(s) is"
+                )
             )
             raise ValueError(f"topology.cpus: {self.topology.cpus} CPUs given, but {layout} {n_cpus}")
         _check_state_names("states.disabled", self.states.disabled, names)
@@ -448,6 +485,11 @@ class SimConfig(_Model):
                     ["wakeups", "timers", i, "period_us"],
                     "must be at least 0.001 (the clock counts nanoseconds)",
                 )
+            if timer.interval is not None and timer.interval.mean_us() * 1000 < 1:
+                refuse(
+                    ["wakeups", "timers", i, "interval"],
+                    "its mean (rearm_after_us plus the drawn distance) must be at least 0.001 us",
+                )
         limit = self.states.latency_limit_us
         if limit is not None and limit > MAX_LATENCY_LIMIT_US:
             refuse(["states", "latency_limit_us"], f"must be at most {MAX_LATENCY_LIMIT_US:g}, got {limit!r}")
@@ -508,19 +550,36 @@ class SimConfig(_Model):
             return uneven
         return [self.cores_per_socket(table) * self.threads_per_core(table)] * self.topology.sockets
 
+    def core_threads(self, table: Platform | None = None) -> list[list[int]]:
+        """Each socket's cores as their SMT threads, in core order: an uneven layout's
+        (`core_threads`, or `threads_per_core_by_socket`, else single-thread cores), else the
+        same on every socket."""
+        table = table or self.resolve_platform()
+        uneven = self.uneven_sockets(table)
+        if uneven is None:
+            threads = self.topology.threads_per_core or table.topology.threads_per_core
+            cores = self.topology.cores_per_socket or table.topology.cores_per_socket
+            return [[threads] * cores for _ in range(self.topology.sockets)]
+        layout = self.topology if self.topology.cpus_per_socket is not None else table.topology
+        if layout.core_threads is not None:
+            return [list(c) for c in layout.core_threads]
+        by_socket = layout.threads_per_core_by_socket or [1] * len(uneven)
+        return [[k] * (c // k) for c, k in zip(uneven, by_socket, strict=True)]
+
+    def socket_cores(self, table: Platform | None = None) -> list[int]:
+        """Each socket's cores, in socket order."""
+        return [len(c) for c in self.core_threads(table)]
+
     def cores_per_socket(self, table: Platform | None = None) -> int:
         """Cores of a socket (of the largest, where sockets differ)."""
         table = table or self.resolve_platform()
-        uneven = self.uneven_sockets(table)
-        if uneven is not None:
-            return max(uneven)
+        if self.uneven_sockets(table) is not None:
+            return max(self.socket_cores(table))
         return self.topology.cores_per_socket or table.topology.cores_per_socket
 
     def threads_per_core(self, table: Platform | None = None) -> int:
-        table = table or self.resolve_platform()
-        if self.uneven_sockets(table) is not None:
-            return 1  # each CPU of an uneven layout is its own core
-        return self.topology.threads_per_core or table.topology.threads_per_core
+        """SMT threads per core (the most any core has, where they differ)."""
+        return max(max(c) for c in self.core_threads(table))
 
     def cores_per_module(self, table: Platform | None = None) -> int:
         return self.topology.cores_per_module or (table or self.resolve_platform()).topology.cores_per_module
@@ -531,7 +590,7 @@ class SimConfig(_Model):
         w = self.wakeups
         per_cpu_hz = (
             w.tick.hz
-            + sum(1e6 / t.period_us for t in w.timers)
+            + sum(1e6 / max(t.mean_interval_us(), 0.001) for t in w.timers)
             + w.interrupts.rate_hz
             + 2 * w.ipis.rate_hz
             + 2 * w.sched_wakeups.rate_hz
@@ -558,6 +617,8 @@ class SimConfig(_Model):
 MIN_DURATION_MS = 0.001
 # Longest PM QoS limit: 10 s (beyond it the limit is no limit, and its nanoseconds overflow).
 MAX_LATENCY_LIMIT_US = 10_000_000.0
+
+
 def _canonical(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -572,20 +633,6 @@ def _check_state_names(field: str, given: list[str], names: list[str]) -> None:
     for name in given:
         if name not in names:
             raise ValueError(f"{field}: unknown state {name!r}; this table has {', '.join(names)}")
-
-
-def _check_cpus_per_socket(t: Topology) -> None:
-    """An uneven layout: one count per socket, single-thread cores, the largest as cores_per_socket."""
-    counts = t.cpus_per_socket
-    if counts is not None and len(counts) != t.sockets:
-        raise ValueError(f"topology.cpus_per_socket: {len(counts)} count(s) for {t.sockets} socket(s)")
-    if counts is not None and t.threads_per_core not in (None, 1):
-        raise ValueError(f"topology.threads_per_core: cpus_per_socket needs 1, got {t.threads_per_core}")
-    if counts is not None and t.cores_per_socket not in (None, max(counts)):
-        raise ValueError(
-            f"topology.cores_per_socket: must be the largest of cpus_per_socket ({max(counts)}) or unset, "
-            f"got {t.cores_per_socket}"
-        )
 
 
 def _check_cpus(field: str, cpus: str | list[int], n_cpus: int) -> None:

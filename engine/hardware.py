@@ -18,11 +18,34 @@ from engine.result import Energy, Hardware, HardwareGroup
 
 def socket_starts(config: SimConfig, table: Platform) -> tuple[np.ndarray, np.ndarray]:
     """Each socket's first CPU and first core, the totals last: sockets are ranges of both, of
-    `cpus_per_socket` where the sockets differ (single-thread cores), else all alike."""
+    `cpus_per_socket` where the sockets differ (with each socket's threads per core), else all alike."""
     cpus = np.array(config.socket_cpus(table), dtype=np.int64)
-    threads = config.threads_per_core(table)
+    cores = np.array(config.socket_cores(table), dtype=np.int64)
     zero = np.zeros(1, dtype=np.int64)
-    return np.concatenate([zero, np.cumsum(cpus)]), np.concatenate([zero, np.cumsum(cpus // threads)])
+    return np.concatenate([zero, np.cumsum(cpus)]), np.concatenate([zero, np.cumsum(cores)])
+
+
+def core_layout(core_threads: list[list[int]], threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each CPU's core and its core's other threads (-1 padded, at least one column), CPUs
+    numbered socket by socket and within a socket thread by thread: thread t of every core that
+    has it, in core order, then thread t + 1 (so with C cores of T threads, thread t of core k is
+    CPU t*C + k of its socket, as `Topology` says)."""
+    core_of: list[int] = []
+    members: list[list[int]] = []
+    for socket in core_threads:
+        first_core = len(members)
+        members += [[] for _ in socket]
+        for t in range(max(socket)):
+            for k, n in enumerate(socket):
+                if n > t:
+                    members[first_core + k].append(len(core_of))
+                    core_of.append(first_core + k)
+    siblings = np.full((len(core_of), max(threads - 1, 1)), -1, dtype=np.int64)
+    for mates in members:
+        for t, cpu in enumerate(mates):
+            for j in range(1, len(mates)):
+                siblings[cpu, j - 1] = mates[(t + j) % len(mates)]
+    return np.array(core_of, dtype=np.int64), siblings
 
 
 def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int) -> K.Hw:
@@ -30,18 +53,8 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
     sockets = config.topology.sockets
     cpu_first, core_first = socket_starts(config, table)
     n_cores = int(core_first[-1])
+    core_of, siblings = core_layout(config.core_threads(table), threads)
     cpus = np.arange(cpu_first[-1], dtype=np.int64)
-    socket = np.searchsorted(cpu_first, cpus, side="right") - 1
-    socket_cores = np.diff(core_first)  # `cores` on every socket, unless they differ
-    rest = cpus - cpu_first[socket]
-    thread, core = rest // socket_cores[socket], rest % socket_cores[socket]
-    core_of = core_first[socket] + core
-    # Each CPU's other threads on its core (-1 without SMT): thread u of the same core is CPU
-    # cpu_first[socket] + u * cores + core.
-    siblings = np.full((len(cpus), max(threads - 1, 1)), -1, dtype=np.int64)
-    for k in range(1, threads):
-        other = (thread + k) % threads
-        siblings[:, k - 1] = cpu_first[socket] + other * cores + core
 
     level = np.array(table.request_levels(), dtype=np.int64)
     top = int(level.max())

@@ -28,7 +28,7 @@ COMPILED_MODULES = (
     "jit.py", "streams.py", "governors/common.py", "governors/menu.py", "governors/teo.py",
     "governors/ladder.py", "governors/haltpoll.py", "governors/cpuidle.py", "kernel/layout.py",
     "kernel/queue.py", "kernel/events.py", "kernel/cores.py", "kernel/calls.py", "kernel/loop.py",
-    "summary.py", "load.py",
+    "summary.py", "load.py", "drawn_timers.py",
 )
 
 

@@ -6,6 +6,10 @@ unit, how it is read from a result (as a dict, the stored JSON parsed) and, wher
 has the same figure, from a measurement's view; which direction is better; whether it is a total
 that grows with simulated time and CPUs (so it normalises per second and per CPU); and the
 practical threshold a change must reach to count (default 1% for `%` changes, 0.5 pp for shares).
+
+`FIXED` are the figures every run has that lists, repeats' summaries and comparisons carry;
+`DETAILS` and the per-state families (`get`) are read where a page names them (the scenarios'
+checks and tables) and nowhere else.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ class Metric:
 
     key: str
     label: str
-    unit: str  # "ns", "share", "count", "cycles", "W", "J", "%"
+    unit: str  # "ns", "us", "share" (0..1), "count", "cycles", "W", "J", "%" (0..100)
     read: Callable[[Result], Any]
     direction: Direction = "none"
     group: str = ""
@@ -139,12 +143,36 @@ def _turbostat(column: str, scale: float) -> Callable[[Result], float | None]:
     return read
 
 
+def _package_watts(sockets: bool) -> Callable[[Result], float | None]:
+    """PkgWatt per package, or summed over the packages as turbostat's summary row prints it.
+
+    Read from `pkg_watts` (per package in every engine version; the system row's own PkgWatt was
+    per package in early 0.6 engines and is the sum since), and only where the platform has RAPL (turbostat
+    prints no PkgWatt on Westmere)."""
+
+    def read(r: Result) -> float | None:
+        system = r["hardware"]["system"]
+        if system["turbostat"].get("PkgWatt") is None:
+            return None
+        return float(system["pkg_watts"]) * (r["sockets"] if sockets else 1)
+
+    return read
+
+
 def _sender(locality: str, field: str) -> Callable[[Result], float | None]:
     return lambda r: r["ipi"][locality][field] if r["ipi"][locality]["calls"] else None
 
 
 def _sender_any(locality: str, field: str) -> Callable[[Result], float | None]:
     return lambda r: r["ipi"][locality][field]
+
+
+def _share_sent(r: Result) -> float | None:
+    """Of the calls that found an empty call queue (the others coalesce and send nothing), the
+    share that sent an IPI."""
+    ipi = r["ipi"]
+    first = ipi["requested"] - ipi["coalesced"]
+    return ipi["ipis_sent"] / first if first else None
 
 
 def _latency_metrics() -> list[Metric]:
@@ -244,7 +272,7 @@ def _hardware_metrics() -> list[Metric]:
                 f"hardware.{column}",
                 label,
                 "W" if watts else "share",
-                _turbostat(column, 1.0 if watts else 0.01),
+                _package_watts(sockets=False) if watts else _turbostat(column, 0.01),
                 "down" if watts else "none",
                 "hardware",
                 watts,
@@ -252,11 +280,7 @@ def _hardware_metrics() -> list[Metric]:
         )
     for column in TURBOSTAT_KEY_COLUMNS:
         watts = column == "PkgWatt"
-        read = _turbostat(column, 1.0)
-        if watts:
-            read = (lambda per_socket: lambda r: None if (v := per_socket(r)) is None else v * r["sockets"])(
-                read
-            )
+        read = _package_watts(sockets=True) if watts else _turbostat(column, 1.0)
         out.append(
             Metric(
                 f"turbostat.{column}",
@@ -328,7 +352,27 @@ FIXED: tuple[Metric, ...] = (
         True,
     ),
 )
-METRICS: dict[str, Metric] = {m.key: m for m in FIXED}
+DETAILS: tuple[Metric, ...] = (
+    *(
+        Metric(f"ipi.{field}", label, "count", (lambda f: lambda r: r["ipi"][f])(field), "down", "ipi",
+               extensive=True)
+        for field, label in (
+            ("line_transfers_sender", "Cache-line transfers by senders"),
+            ("line_transfers_target", "Cache-line transfers by targets"),
+            ("stuck_wakeups", "Targets stuck between WAKING and WOKENUP"),
+        )
+    ),
+    Metric("ipi.stuck_mean_ns", "Mean time stuck", "ns", lambda r: r["ipi"]["stuck_mean_ns"], "down", "ipi"),
+    Metric(
+        "ipi.calls.sent_share",
+        "Calls that sent an IPI (coalesced calls excluded)",
+        "share",
+        _share_sent,
+        "down",
+        "ipi",
+    ),
+)
+METRICS: dict[str, Metric] = {m.key: m for m in (*FIXED, *DETAILS)}
 
 
 def state_metrics(name: str) -> tuple[Metric, Metric, Metric]:
@@ -367,13 +411,53 @@ def state_ratio_metrics(name: str) -> tuple[Metric, Metric]:
     )
 
 
+def _idle_thread_residency(name: str) -> Callable[[Result], float | None]:
+    def read(r: Result) -> float | None:
+        names = r["per_cpu_state_names"]
+        if name not in names:
+            return None
+        col = names.index(name)
+        busy = (r.get("hardware") or {}).get("per_cpu_busy") or []
+        shares = [row[col] for row, b in zip(r["per_cpu_residency"], busy, strict=True) if b < 1.0]
+        return sum(shares) / len(shares) if shares else None
+
+    return read
+
+
+def state_detail_metrics(name: str) -> tuple[Metric, ...]:
+    """A C-state's wake figures (wult's mean IntrLatency and WakeLatency, the mean exit latency
+    drawn, the table's exit latency as sysfs `latency` gives it) and its mean residency on the
+    threads that run no CPU-bound task (hardware Busy% below 100%)."""
+    return (
+        Metric(
+            f"intr_latency_mean.{name}", f"{name} IntrLatency, mean (wult)", "ns",
+            _state(name, "intr_latency_mean_ns"), "down", "latency",
+        ),
+        Metric(
+            f"wake_latency_mean.{name}", f"{name} WakeLatency, mean (wult)", "ns",
+            _state(name, "wake_latency_mean_ns"), "down", "latency",
+        ),
+        Metric(
+            f"exit_latency_mean.{name}", f"{name} exit latency drawn, mean", "ns",
+            _state(name, "exit_latency_mean_ns"), "down", "latency",
+        ),
+        Metric(
+            f"exit_latency.{name}", f"{name} exit latency in the table", "us", _state(name, "exit_latency_us")
+        ),
+        Metric(
+            f"idle_thread_residency.{name}", f"OS {name} residency of the idle threads", "share",
+            _idle_thread_residency(name), group="residency",
+        ),
+    )
+
+
 def get(key: str) -> Metric:
-    """A metric by key: a fixed one, or a state's (`residency.C6`, `usage.C6`, `turbostat.C6%`,
-    `above_ratio.C6`, `below_ratio.C6`)."""
+    """A metric by key: a fixed one or a detail, or a state's (`residency.C6`, `usage.C6`,
+    `turbostat.C6%`, `above_ratio.C6`, `below_ratio.C6`, and `state_detail_metrics`' families)."""
     if key in METRICS:
         return METRICS[key]
-    kind, _, name = key.partition(".")
-    for m in (*state_metrics(name.removesuffix("%")), *state_ratio_metrics(name)):
+    s = key.partition(".")[2]
+    for m in (*state_metrics(s.removesuffix("%")), *state_ratio_metrics(s), *state_detail_metrics(s)):
         if m.key == key:
             return m
     raise KeyError(f"unknown metric {key!r}")

@@ -185,7 +185,19 @@ class PlatformTopology(_Model):
         default=None,
         exclude_if=lambda v: v is None,
         description="An imported machine whose sockets have different numbers of online CPUs: each "
-        "socket's (single-thread cores; cores_per_socket is the largest).",
+        "socket's (single-thread cores unless threads_per_core_by_socket pairs them; cores_per_socket "
+        "is the largest).",
+    )
+    threads_per_core_by_socket: list[Annotated[int, Field(ge=1, le=4)]] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="With cpus_per_socket: each socket's SMT threads per core (the machine's sibling lists).",
+    )
+    core_threads: list[list[Annotated[int, Field(ge=1, le=4)]]] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="With cpus_per_socket: each socket's cores as their online SMT threads, where a "
+        "socket's cores differ (hybrid parts, single siblings offline).",
     )
     part: str = ""
 

@@ -70,6 +70,16 @@ class DumpTable(_Model):
     cpus_per_socket: list[int] | None = Field(
         default=None, description="Online CPUs of each package, where the packages differ."
     )
+    threads_per_core_by_socket: list[int] | None = Field(
+        default=None,
+        description="With cpus_per_socket: each package's SMT threads per core (its sibling lists; 1 "
+        "where they pair no CPUs).",
+    )
+    core_threads: list[list[int]] | None = Field(
+        default=None,
+        description="With cpus_per_socket, where a package's cores differ: each package's cores as their "
+        "online threads.",
+    )
 
 
 class Recognition(_Model):
@@ -188,16 +198,40 @@ def _uses_acpi(table: Platform, dump: DumpTable) -> bool:
     return any(m.use_acpi for m in models)
 
 
+def _socket_shape(core_threads: list[int]) -> str:
+    """'26 cores of 2 thread(s)', or '14 cores (6 of 2 threads, 8 of 1)' where they differ."""
+    counts = {k: core_threads.count(k) for k in sorted(set(core_threads), reverse=True)}
+    if len(counts) == 1:
+        return f"{len(core_threads)} cores of {core_threads[0]} thread(s)"
+    return f"{len(core_threads)} cores (" + ", ".join(f"{m} of {k}" for k, m in counts.items()) + " threads)"
+
+
 def _topology(dump: DumpTable, notes: list[str]) -> dict[str, Any]:
     """The online layout, every count set, so that no platform default applies on top of it."""
     n = dump.online_cpus or max(len(dump.states), 1)
     uneven = dump.cpus_per_socket
     if uneven and sum(uneven) == n and len(uneven) == (dump.packages or len(uneven)):
+        core_threads = dump.core_threads
+        if core_threads is None or [sum(c) for c in core_threads] != list(uneven):
+            by_socket = dump.threads_per_core_by_socket
+            whole = by_socket is not None and len(by_socket) == len(uneven)
+            if by_socket is None or not whole or any(c % k for c, k in zip(uneven, by_socket, strict=True)):
+                by_socket = [1] * len(uneven)
+            core_threads = [[k] * (c // k) for c, k in zip(uneven, by_socket, strict=True)]
+        most = max(max(c) for c in core_threads)
+        shape = (
+            ", ".join(_socket_shape(c) for c in core_threads) if most > 1 else "that many single-thread cores"
+        )
         notes.append(
             f"the packages have {', '.join(map(str, uneven))} online CPUs: simulated as "
-            f"{len(uneven)} sockets of that many single-thread cores"
+            f"{len(uneven)} sockets of {shape}"
         )
-        return {"sockets": len(uneven), "cpus_per_socket": list(uneven), "threads_per_core": 1, "cpus": n}
+        out: dict[str, Any] = {"sockets": len(uneven), "cpus_per_socket": list(uneven)}
+        if any(len(set(c)) > 1 for c in core_threads):
+            out["core_threads"] = core_threads
+        elif most > 1:
+            out["threads_per_core_by_socket"] = [c[0] for c in core_threads]
+        return {**out, "threads_per_core": most, "cpus": n}
     sockets = dump.packages or 1
     threads = dump.threads_per_core or 1
     cores = dump.cores_per_socket

@@ -43,6 +43,18 @@ class LatencyStats(_Model):
     histogram: Histogram
 
 
+class LatencyFigures(_Model):
+    """A latency distribution's figures without its histogram (per C-state, where space counts)."""
+
+    count: int
+    mean_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    p999_ns: float
+    max_ns: float
+
+
 class StateStats(_Model):
     """One C-state's counters, as `cpuidle_enter_state()` keeps them, summed over CPUs."""
 
@@ -61,6 +73,17 @@ class StateStats(_Model):
     wake_latency_mean_ns: float | None = Field(description="Mean WakeLatency of wake-ups from this state.")
     intr_latency_mean_ns: float | None = Field(description="Mean IntrLatency of interrupt wake-ups from it.")
     exit_latency_mean_ns: float | None = Field(description="Mean drawn hardware exit latency.")
+    wake_latency: LatencyFigures | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="WakeLatency of the wake-ups from this state (as wult's per-ReqCState figures); "
+        "absent without any, and in results made before per-state figures existed.",
+    )
+    intr_latency: LatencyFigures | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="IntrLatency of the interrupt wake-ups from this state; absent without any.",
+    )
 
 
 SENDER_PARTS = ("setup", "csd_wait", "line_transfers", "apic_send")
@@ -220,13 +243,16 @@ class SimResult(_Model):
     per_cpu_state_names: list[str]
     per_cpu_residency: list[list[float]] = Field(description="Per CPU: share in each state, then busy.")
     per_cpu_usage: list[list[int]] = Field(
-        default_factory=list, description="Per CPU, per state: cpuidle's `usage` (entries), as sysfs counts them."
+        default_factory=list,
+        description="Per CPU, per state: cpuidle's `usage` (entries), as sysfs counts them.",
     )
     per_cpu_above: list[list[int]] = Field(
-        default_factory=list, description="Per CPU, per state: `above` (stays shorter than the target residency)."
+        default_factory=list,
+        description="Per CPU, per state: `above` (stays shorter than the target residency).",
     )
     per_cpu_below: list[list[int]] = Field(
-        default_factory=list, description="Per CPU, per state: `below` (a shallower state would have sufficed)."
+        default_factory=list,
+        description="Per CPU, per state: `below` (a shallower state would have sufficed).",
     )
     latency: dict[str, LatencyStats]
     ipi: IpiStats

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from engine.config import SimConfig
+from engine.drawn_timers import drawn_timer_rows
 from engine.governors import GOVERNOR_IDS, INF, init_governor_state, releases
 from engine.hardware import hardware_arrays, hardware_result
 from engine.kernel import layout as K
@@ -21,13 +22,14 @@ from engine.kernel.cores import Z_9999
 from engine.kernel.events import schedule_all
 from engine.kernel.loop import run_until
 from engine.kernel.queue import new_queue
-from engine.load import LoadArrivals, draw_load, merge_wakeups
+from engine.load import TimerRow, draw_load, merge_wakeups
 from engine.platforms import CState, Platform
 from engine.result import (
     LATENCY_SOURCES,
     SENDER_PARTS,
     IdleLoopStats,
     IpiStats,
+    LatencyFigures,
     LocalityCost,
     SimResult,
     StateStats,
@@ -217,8 +219,11 @@ class _Prepared:
         # The load's timers follow (engine.load), with period 0 and their expiries drawn.
         load = draw_load(config, n, t_end)
         n_timers = len(w.timers)
+        # Config timers with drawn intervals are timer rows too (period 0), in their own place.
+        drawn = drawn_timer_rows(config, n, t_end)
         self.tm_next = np.full((n_timers + len(load.timers), n), INF, dtype=np.int64)
-        periods = [int(round(t.period_us * 1000)) for t in w.timers] + [0] * len(load.timers)
+        periods = [0 if k in drawn else int(round(t.period_us * 1000)) for k, t in enumerate(w.timers)]
+        periods += [0] * len(load.timers)
         handlers = [int(round(t.handler_us * 1000)) for t in w.timers] + [r.handler_ns for r in load.timers]
         works = [int(round(t.work_us * 1000)) for t in w.timers] + [r.work_ns for r in load.timers]
         self.tm_period = np.array(periods, dtype=np.int64)
@@ -230,12 +235,18 @@ class _Prepared:
         seeds = stream_seeds(config.seed, n)
         phases = first_uniforms(seeds[:, SRC_TIMERS], n_timers)
         for k, timer in enumerate(w.timers):
+            if k in drawn:
+                continue
             cpus = _cpu_set(timer.cpus, n)
             first = (phases[cpus, k] * self.tm_period[k]).astype(np.int64)
             self.tm_next[k, cpus] = np.where(first == 0, self.tm_period[k], first)
-        self.tm_seq_t, self.tm_seq_ptr, self.tm_seq_end = _timer_sequences(self.tm_next, n_timers, load)
+        timer_rows = [*sorted(drawn.items()), *((n_timers + j, r) for j, r in enumerate(load.timers))]
+        self.tm_seq_t, self.tm_seq_ptr, self.tm_seq_end = _timer_sequences(self.tm_next, timer_rows)
         # Expiries of each timer row over the run, on all its CPUs (buffer sizes below).
-        expiries = [(t_end // p + 1) * n for p in periods[:n_timers]]
+        expiries = [
+            len(drawn[k].times) + n if k in drawn else (t_end // p + 1) * n
+            for k, p in enumerate(periods[:n_timers])
+        ]
         expiries += [len(r.times) + n for r in load.timers]
         self.tm_expiries = np.array(expiries, dtype=np.int64)
 
@@ -308,6 +319,8 @@ class _Prepared:
         self.lat_off[1:] = np.cumsum(caps)
         self.lat_buf = np.empty(int(self.lat_off[-1]), dtype=np.int64)
         self.lat_cnt = np.zeros(len(caps), dtype=np.int64)
+        # The state of each wake and intr sample (sources 0 and 1), for the per-state figures.
+        self.lat_state = np.empty(int(self.lat_off[K.L_INTR + 1]), dtype=np.int8)
         self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
         self.fsum = np.zeros(K.N_FSUM, dtype=np.float64)
         self.tl = np.empty((self._timeline_rows(), 4), dtype=np.int64)
@@ -333,7 +346,7 @@ class _Prepared:
         )
         self.stats = K.Stats(
             st=self.st, ssum=self.ssum, lat_buf=self.lat_buf, lat_off=self.lat_off, lat_cnt=self.lat_cnt,
-            ctr=self.ctr, fsum=self.fsum, tl=self.tl,
+            ctr=self.ctr, fsum=self.fsum, tl=self.tl, lat_state=self.lat_state,
         )
         self.hw = hardware_arrays(config, table, cores, threads)
         # The table's deepest figures include the deepest package state only where it is allowed
@@ -384,6 +397,7 @@ class _Prepared:
         busy_per_cpu = 1.0 - per_cpu.sum(axis=1)
         total = float(n * t_end)
         counts = self.st.sum(axis=1).tolist()  # (ST_*, state), every CPU's counters added up
+        by_state = self._per_state_latency(len(states))
         state_stats = []
         for i, s in enumerate(states):
             state_stats.append(
@@ -403,6 +417,8 @@ class _Prepared:
                     wake_latency_mean_ns=_mean(self.ssum[K.S_WAKE_SUM, i], self.ssum[K.S_WAKE_N, i]),
                     intr_latency_mean_ns=_mean(self.ssum[K.S_INTR_SUM, i], self.ssum[K.S_INTR_N, i]),
                     exit_latency_mean_ns=_mean(self.ssum[K.S_EXIT_SUM, i], self.ssum[K.S_EXIT_N, i]),
+                    wake_latency=by_state[K.L_WAKE][i],
+                    intr_latency=by_state[K.L_INTR][i],
                 )
             )
         latency = {
@@ -466,6 +482,23 @@ class _Prepared:
             estimates=self.estimates,
         )
 
+    def _per_state_latency(self, n_states: int) -> dict[int, list[LatencyFigures | None]]:
+        """WakeLatency and IntrLatency per state woken from (None: no wake-up from it)."""
+        out: dict[int, list[LatencyFigures | None]] = {}
+        for src in (K.L_WAKE, K.L_INTR):
+            lo, cnt = int(self.lat_off[src]), int(self.lat_cnt[src])
+            woke_from = self.lat_state[lo : lo + cnt].astype(np.int64)
+            # The samples grouped by state in one pass (a stable sort of small integers).
+            grouped = self.lat_buf[lo : lo + cnt][np.argsort(woke_from, kind="stable")]
+            ends = np.cumsum(np.bincount(woke_from, minlength=n_states))
+            figures: list[LatencyFigures | None] = []
+            for i in range(n_states):
+                mine = grouped[(ends[i - 1] if i else 0) : ends[i]]
+                stats = latency_stats(mine).model_dump(exclude={"histogram"}) if len(mine) else None
+                figures.append(None if stats is None else LatencyFigures(**stats))
+            out[src] = figures
+        return out
+
     def _timeline(self) -> list[Timeline]:
         rows = self.tl[: self.ctr[K.K_TL]]
         end = min(int(self.ip[K.I_TL_END]), self.t_end)
@@ -496,17 +529,16 @@ class _Prepared:
 
 
 def _timer_sequences(
-    tm_next: np.ndarray, first_row: int, load: LoadArrivals
+    tm_next: np.ndarray, rows: list[tuple[int, TimerRow]]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The load's timer rows (from `first_row` of tm_next): each CPU's first expiry into tm_next,
+    """Drawn timer rows (row k of tm_next, its expiries): each CPU's first expiry into tm_next,
     the rest back to back, with where each (row, CPU)'s next one and its end are."""
-    rows, n = tm_next.shape
-    ptr = np.zeros((rows, n), dtype=np.int64)
-    end = np.zeros((rows, n), dtype=np.int64)
+    n_rows, n = tm_next.shape
+    ptr = np.zeros((n_rows, n), dtype=np.int64)
+    end = np.zeros((n_rows, n), dtype=np.int64)
     chunks = []
     base = 0
-    for j, row in enumerate(load.timers):
-        k = first_row + j
+    for k, row in rows:
         counts = np.diff(row.off)
         armed = counts > 0
         tm_next[k, armed] = row.times[row.off[:-1][armed]]

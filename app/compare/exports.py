@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any, Literal
 
 from app import charts
-from app.compare import recreate, report, sides
+from app.compare import measured_report, recreate, report, sides
 from app.compare.service import CompareView, run_label
 from app.compare.snapshot import Section, Table, render_snapshot
 from app.core import dotted
@@ -49,10 +49,13 @@ def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool
     """The comparison as the robot's plain text or as Markdown; a comparison whose runs are not
     all done yet, or of one run beside measurements, says so instead of a table."""
     runs = view.comparison.runs
+    states = _states_report(view, fmt)
     if not view.pairs:
         waiting = ", ".join(f"{r.id} ({r.status})" for r in runs if r.status != "done")
         if waiting:
             return f"Not every run is done yet: {waiting}. Ask again once they are: {link}\n"
+        if states:
+            return f"{states}\nCompare: {link}\n"
         return (
             "The report compares two or more runs; a run beside measurements only is compared in the "
             f"JSON and on the page: {link}\n"
@@ -67,7 +70,7 @@ def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool
     engines = dict.fromkeys(r["engine_version"] for r in view.results if r)
     versions = {"idlelab engine": " / ".join(engines)}
     render = report.render_text if fmt == "text" else report.render_markdown
-    return render(
+    return (states + "\n" if states else "") + render(
         view.pairs,
         sides=report_sides,
         parameters=parameters,
@@ -77,6 +80,31 @@ def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool
         warnings=[w.message for w in view.comparison.warnings],
         all=all,
     )
+
+
+def _side_labels(view: CompareView) -> tuple[list[str], list[str]]:
+    """The runs' letters (A, B...) and the wult measurements' labels (M1... among all measurements)."""
+    runs = [chr(ord("A") + i % 26) for i in range(len(view.comparison.runs))]
+    measured = [f"M{j + 1}" for j, m in enumerate(view.comparison.measurements) if m.kind == "wult"]
+    return runs, measured
+
+
+def _states_report(view: CompareView, fmt: ReportFormat) -> str:
+    """The per-state rows against wult measurements, in the report's format ("" without them)."""
+    states = view.comparison.measured_states
+    if states is None or not states.rows:
+        return ""
+    runs, measured = _side_labels(view)
+    named = [f"{m}: {x.title} ({x.id})" for m, x in zip(measured, _wult(view), strict=True)]
+    named += [f"{x}: {r.title or r.id} ({r.id})" for x, r in zip(runs, view.comparison.runs, strict=True)]
+    if fmt == "text":
+        return "\n".join(named) + "\n" + measured_report.render_states_text(states, runs, measured)
+    listed = "".join(f"- {measured_report.md_text(n)}\n" for n in named)
+    return listed + "\n" + measured_report.render_states_markdown(states, runs, measured)
+
+
+def _wult(view: CompareView) -> list[Any]:
+    return [m for m in view.comparison.measurements if m.kind == "wult"]
 
 
 # --- HTML snapshots ------------------------------------------------------------------------------
@@ -110,7 +138,7 @@ def run_snapshot(view: RunView, *, link: str, note: str | None) -> str:
     ]
     sections = [Section("Run", tables=[Table(["", ""], facts)])]
     if note:
-        sections.append(Section("Note", text=note))
+        sections.append(Section("Note", note=note))
     result = view.result
     if result is not None:
         stats = view.summary_stats or {}
@@ -133,9 +161,10 @@ def run_snapshot(view: RunView, *, link: str, note: str | None) -> str:
     return render_snapshot(title, sections, plotly_js=plotly_bundle(), footer=_taken(link))
 
 
-def compare_snapshot(view: CompareView, *, link: str) -> str:
-    """One file with a comparison: its warnings, the robot's table, every metric with its
-    statistics, and the overlaid charts."""
+def compare_snapshot(view: CompareView, *, link: str, notes: Mapping[str, str] | None = None) -> str:
+    """One file with a comparison: its warnings, each compared run's and measurement's note (by
+    id in `notes`), the robot's table, every metric with its statistics, the per-state rows
+    against wult measurements, and the overlaid charts."""
     runs = view.comparison.model_dump(mode="json")["runs"]
     labels = [run_label(r, i) for i, r in enumerate(runs)]
     sections = [
@@ -155,6 +184,13 @@ def compare_snapshot(view: CompareView, *, link: str) -> str:
     warnings = [w.message for w in view.comparison.warnings]
     if warnings:
         sections.append(Section("Not comparable as they are", items=warnings))
+    sides = [(labels[i], r["id"]) for i, r in enumerate(runs)]
+    sides += [(f"M{j + 1}: {m.title or m.id}", m.id) for j, m in enumerate(view.comparison.measurements)]
+    for label, side_id in sides:
+        if notes and notes.get(side_id):
+            sections.append(Section(f"Note on {label}", note=notes[side_id]))
+    if view.comparison.measured_states is not None and view.comparison.measured_states.rows:
+        sections.append(Section("Against wult, per requested C-state", text=_states_report(view, "text")))
     if view.pairs:
         sections.append(
             Section(

@@ -62,7 +62,14 @@ def compare_snapshot(request: Request, session: SessionDep, ids: list[str] = Que
     """The compare as one self-contained HTML file, downloaded."""
     view = service.compare_view(session, ids)
     run_ids = [r.id for r in view.comparison.runs]
-    html = exports.compare_snapshot(view, link=compare_link(request, run_ids))
+    measured = [m.id for m in view.comparison.measurements]
+    notes = {
+        side_id: note.text
+        for kind, side_ids in (("runs", run_ids), ("measurements", measured))
+        for side_id in side_ids
+        if (note := notes_api.get_note(session, kind, side_id)) is not None
+    }
+    html = exports.compare_snapshot(view, link=compare_link(request, run_ids + measured), notes=notes)
     return attachment(html, f"idlelab-compare-{'-'.join(run_ids)}.html")
 
 

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.compare import sides as like
 from app.compare.kernels import KernelAxis, kernel_axis
+from app.compare.measured_states import StateComparison, proportions, state_comparison
 from app.compare.stats import PairComparison, compare_sides
 from app.core.errors import InvalidInput, NotFound
 from app.core.inputs import check_id
@@ -159,6 +160,11 @@ class Comparison(BaseModel):
     )
     kernels: KernelAxis | None = Field(
         default=None, description="Runs differing only in `governor.kernel`, in history order, step by step."
+    )
+    measured_states: StateComparison | None = Field(
+        default=None,
+        description="Against wult measurements, per requested C-state present on both sides (WakeLatency, "
+        "IntrLatency where both have it), with the overall rows marked as mixing each side's proportions.",
     )
 
 
@@ -302,6 +308,11 @@ def _delta_pct(measured: float | None, simulated: float | None) -> float | None:
     return (simulated - measured) / abs(measured) * 100.0
 
 
+# wult's overall latencies mix the requested states in the measurement's proportions, the run's in
+# its own: said on every such row (the per-state rows are `measured_states`).
+MIXED = " (all states, mixed in each side's own proportions)"
+
+
 def measured_metrics(
     measured: Sequence[MeasurementView], results: Sequence[Result | None]
 ) -> list[MeasuredMetric]:
@@ -323,7 +334,8 @@ def measured_metrics(
         ] if in_pp else [_delta_pct(ref, v) for v in simulated]
         out.append(
             MeasuredMetric(
-                key=m.key, label=m.label, unit=m.unit, simulated=simulated, measured=values,
+                key=m.key, label=m.label + (MIXED if m.group == "latency" else ""), unit=m.unit,
+                simulated=simulated, measured=values,
                 deltas_pct=[_delta_pct(ref, v) for v in simulated], delta_unit="pp" if in_pp else "%",
                 deltas=deltas,
             )
@@ -345,6 +357,7 @@ def with_measurements(
         update={
             "measurements": compared,
             "measured": measured_metrics(measured, results),
+            "measured_states": state_comparison([(m.id, m.view) for m in measured], results),
             "warnings": [*comparison.warnings, *(CompareWarning(**w) for w in warnings)],
         }
     )
@@ -382,11 +395,18 @@ def page_context(
     if not comparison.measurements:
         return {"measured": None}
     measured = [load_measurement_view(session, m.id) for m in comparison.measurements]
+    states = comparison.measured_states
+    wult_labels = [f"M{i + 1}" for i, m in enumerate(comparison.measurements) if m.kind == "wult"]
     return {
         "measured": {
             "measurements": [m.model_dump() for m in comparison.measurements],
             "metrics": [m.model_dump() for m in comparison.measured],
             "charts": overlay_charts(measured, runs),
+            "states": None if states is None else states.model_dump(),
+            "wult_labels": wult_labels,
+            "proportions": None
+            if states is None
+            else proportions(states, [label for label, _ in runs], wult_labels),
         }
     }
 

@@ -30,7 +30,8 @@ SUFFIX: dict[str, tuple[str, str]] = {
 }
 # What a measurement of each kind has of a run's figures (the rest are simulated only).
 MEASURED_FIGURES = {
-    "wult": "WakeLatency and IntrLatency percentiles only (no residency, energy, IPI or per-state figures)",
+    "wult": "WakeLatency and IntrLatency only, overall and per requested C-state (no residency, energy "
+    "or IPI figures)",
     "turbostat": "turbostat's summary columns only (no latencies, IPI costs or per-state entry counts)",
 }
 

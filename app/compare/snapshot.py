@@ -5,9 +5,11 @@ The page holds the title, the sections (headings, text, lists, small tables) and
 figure dicts, each figure in a `<script type="application/json">` block whose `<`, `>`, `&`,
 U+2028 and U+2029 are written as `\\uXXXX`, so nothing in the data (a run title such as
 `</script><script>...`) can close the block. A tiny inline script draws them. Nothing refers
-outside the file: no `src`, `href` or `url(...)`, a CSP `<meta>` (`default-src 'none'`) that
-forbids every load and connection, text (notes included) shown as text, never as links.
-Print-friendly CSS is inline.
+outside the file: no `src` or `url(...)`, a CSP `<meta>` (`default-src 'none'`) that forbids every
+load and connection, text shown as text. The one exception is a section's note, rendered as the
+note's page renders it (`app.compare.notes.render_note`: everything escaped, then http(s) URLs,
+commit ids and Message-IDs as `<a rel="noopener nofollow">` links): links are followed only
+when clicked, and load nothing. Print-friendly CSS is inline.
 
 Serve it as an attachment (`Content-Disposition: attachment`): its scripts are inline, which the
 app's own CSP (`script-src 'self'`) blocks, so shown in place it would draw no chart.
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from app.compare.notes import render_note
 
 Figure = Mapping[str, Any]
 Cell = str | int | float | None
@@ -58,6 +62,7 @@ h1 { font-size: 1.5em; margin: 0 0 4px; }
 h2 { font-size: 1.15em; margin: 24px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 2px; }
 .subtitle, .footer { color: #57606a; }
 .text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.note { overflow-wrap: anywhere; border-left: 3px solid #d0d7de; padding-left: 8px; }
 table { border-collapse: collapse; margin: 8px 0; max-width: 100%; }
 caption { text-align: left; font-weight: 600; padding: 4px 0; }
 th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; }
@@ -122,11 +127,13 @@ class Table:
 
 @dataclass(frozen=True)
 class Section:
-    """A part of the page under its heading: plain text (newlines kept; a note goes here), a
-    bulleted list (warnings), tables, then figures (Plotly figure dicts, as `app.charts` builds)."""
+    """A part of the page under its heading: plain text (newlines kept), a note (plain text whose
+    URLs, commits and Message-IDs are linked as on the app's pages), a bulleted list (warnings),
+    tables, then figures (Plotly figure dicts, as `app.charts` builds)."""
 
     heading: str
     text: str = ""
+    note: str = ""
     items: Sequence[str] = ()
     tables: Sequence[Table] = ()
     figures: Sequence[Figure] = ()
@@ -159,6 +166,8 @@ def render_snapshot(
         body.append(f"<section>\n<h2>{_escape(_string(f'{where}.heading', section.heading))}</h2>")
         if _string(f"{where}.text", section.text):
             body.append(f'<div class="text">{_escape(section.text)}</div>')
+        if _string(f"{where}.note", section.note):
+            body.append(f'<div class="note">{render_note(section.note)}</div>')
         items = [_string(f"{where}.items[{i}]", item) for i, item in enumerate(section.items)]
         if items:
             body.append("<ul>" + "".join(f'<li class="text">{_escape(i)}</li>' for i in items) + "</ul>")

@@ -114,7 +114,9 @@ def simulate_measurement(
     body: SimulateBody | None = None,
 ) -> Response:
     """ "Simulate this": a run whose config reproduces the measured conditions as far as they are
-    known (platform, requested C-states, wake-up interval from LDist; the delivery method noted).
+    known (platform, requested C-states; for wult its experiment: a timer on the measured CPU
+    alone, launch distances drawn from the measured LDist, each armed after the previous wake-up;
+    the delivery method noted).
     202 with the run's id and the link comparing it with the measurement."""
     answer = simulate(session, submit, measurement_id, body or SimulateBody())
     answer["url"] = absolute(request, answer["url"])

@@ -10,8 +10,9 @@ An upload is one turbostat output, or a wult raw result (one zip/tar of its dire
 "Simulate this": the config follows what the measurement says, as far as it says it: the platform
 (one given, or an imported one, or a built-in one, that has every requested state), the requested
 C-states (one: the `fixed` governor asks for it; several: the others are disabled), and wult's
-launch distance as the period of a timer on every CPU. What it cannot say (the delivery method, the
-spread of LDist) goes into the run's title and the answer's notes.
+experiment (`wult_run`): its timer on the measured CPU alone, each launch distance drawn from the
+measured LDist, each event armed after the previous wake-up, the other CPUs idle. What it cannot
+say (the delivery method, the other load) goes into the run's title and the answer's notes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import orjson
 from sqlalchemy.orm import Session
 
 from app.core.errors import Busy, InvalidInput, NotFound
-from app.measurements import store
+from app.measurements import store, wult_run
 from app.measurements.errors import FileError
 from app.measurements.turbostat import KEY_COLUMNS, TurbostatResult, parse_turbostat
 from app.measurements.wult import DATAPOINTS, INFO, WultError, WultMeasurement
@@ -299,10 +300,6 @@ def load_parsed(session: Session, measurement_id: str) -> WultMeasurement | Turb
 
 # Built-in platforms in the order they are tried when nothing else names one.
 _BUILTIN_ORDER = ("skx", "icx", "wsm")
-# A simulation of a wult run: ~1000 wake-ups per CPU at its launch distance, within 50..500 ms.
-_WAKEUPS_PER_CPU = 1000
-_MIN_MS, _MAX_MS = 50.0, 500.0
-_CORES = 4
 _REACHED = re.compile(r"(CC|MC|PC)(\d+)")
 
 
@@ -461,36 +458,45 @@ def simulation_config(
         elif requested:
             config["states"] = {"disabled": [s for s in states if s not in requested]}
             notes.append(f"only the requested states stay enabled: {', '.join(requested)}")
-        cond = view["conditions"]
-        wakeups: dict[str, Any] = {
+        quantiles = _ldist_quantiles(session, measurement_id, view)
+        timer, duration_ms, timer_notes = wult_run.wult_timer(view, quantiles)
+        n_cpus = wult_run.cpu_count(table)
+        cpu, cpu_note = wult_run.measured_cpu(view["info"].get("cpu"), n_cpus)
+        timer["cpus"] = [cpu]
+        config["wakeups"] = {
+            "timers": [timer],
             "interrupts": {"rate_hz": 0.0},
             "ipis": {"rate_hz": 0.0},
             "sched_wakeups": {"rate_hz": 0.0},
         }
-        if cond.get("ldist_us"):
-            lo, mid, hi = cond["ldist_us"]
-            period = max(float(mid), 1.0)
-            wakeups["timers"] = [{"period_us": period, "work_us": 0.0}]
-            config["duration_ms"] = min(_MAX_MS, max(_MIN_MS, period * _WAKEUPS_PER_CPU / 1000.0))
-            notes.append(
-                f"a timer every {period:g} us on every CPU (LDist median; wult's ranged {lo:g}..{hi:g} us)"
-            )
-        else:
-            notes.append("no LDist column: the default timers")
-        config["wakeups"] = wakeups
-        # wult measures one CPU of an otherwise idle machine: a few idle cores around it keep the
-        # package free to reach its deep states, as there, at a fraction of the whole machine's cost.
-        config["topology"] = {"sockets": 1, "cores_per_socket": _CORES, "threads_per_core": 1}
-        notes.append(f"one socket of {_CORES} cores, all running the same timer (wult measures one CPU)")
+        config["duration_ms"] = duration_ms
+        config["topology"] = {"sockets": table.topology.sockets}
+        notes += [cpu_note, *timer_notes]
+        notes.append(
+            f"the other {n_cpus - 1} CPUs of {name!r} idle with no wake-up source but the tick "
+            "(assumed: wult is run on an otherwise idle machine, and the result holds no other load)"
+        )
         delivery = view["info"].get("delivery", "unknown")
         notes.append(
             f"delivery {delivery!r} ({view['info'].get('devid') or 'no devid'}): the model's wake-up is a "
-            "timer interrupt; a NIC's adds its PCIe path, which the model does not have"
+            "timer interrupt the governor sees; a NIC's adds its PCIe path, which the model does not have"
         )
         title = f"Simulating {m.title} (delivery {delivery})"[:200]
     else:
         notes.append("turbostat says no load: the default mixed load on that table")
     return config, title, notes, m.unlisted
+
+
+def _ldist_quantiles(session: Session, measurement_id: str, view: dict[str, Any]) -> list[float] | None:
+    """LDist's percentiles (us), from the stored view or, for a view stored before it kept them,
+    from the measurement parsed again."""
+    quantiles = view["conditions"].get("ldist_quantiles_us")
+    if quantiles is None and view["conditions"].get("ldist_us"):
+        with parsing():
+            parsed = load_parsed(session, measurement_id)
+            assert isinstance(parsed, WultMeasurement)
+            quantiles = parsed.conditions().ldist_quantiles_us
+    return None if quantiles is None else [float(q) for q in quantiles]
 
 
 # --- calibration -------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ PERCENTILE_SAMPLES = {"p90": 10, "p99": 100, "p99.9": 1_000, "p99.99": P9999_SAM
 PLAUSIBLE_MEDIAN_US = {"shallow": 200.0, "deep": 5_000.0, "floor": 0.05}
 # Ten classes of 10^5 (say five requested states, two reached each).
 MAX_DATAPOINTS = 1_000_000
+LDIST_QUANTILES = 101  # LDist's percentiles 0..100, kept for "simulate this"
 MAX_REQ_STATES = 32  # as many as cpuidle registers (CPUIDLE_STATE_MAX is 10; sysfs dumps allow 32)
 
 # format_version -> ns per unit of the time columns.
@@ -110,6 +111,8 @@ class WultConditions:
     requested: dict[str, int]  # datapoints per requested state, shallow to deep
     intr_off: dict[str, bool | None]  # per requested state; None: mixed or unknown
     ldist_us: tuple[float, float, float] | None  # min, median, max launch distance
+    # LDist's quantiles at 0%, 1%, ..., 100% (us), for resampling a distribution that is not uniform.
+    ldist_quantiles_us: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,16 +197,18 @@ class WultMeasurement:
     def conditions(self) -> WultConditions:
         """The measured CPU, delivery, requested states and launch distances, for "simulate this"."""
         any_class = {c.req_cstate: c for c in self.classes if c.reached == "any"}
-        ldist = None
+        ldist = quantiles = None
         if self.ldist_ns is not None and self.count:
-            lo, mid, hi = np.quantile(_f64(self.ldist_ns), [0.0, 0.5, 1.0]) / 1000.0
-            ldist = (float(lo), float(mid), float(hi))
+            q = np.quantile(_f64(self.ldist_ns), np.linspace(0.0, 1.0, LDIST_QUANTILES)) / 1000.0
+            quantiles = tuple(round(float(v), 4) for v in q)
+            ldist = (float(q[0]), float(q[LDIST_QUANTILES // 2]), float(q[-1]))
         return WultConditions(
             cpu=self.info.cpu,
             delivery=self.info.delivery,
             requested={r: any_class[r].count for r in self.req_names},
             intr_off={r: any_class[r].intr_off for r in self.req_names},
             ldist_us=ldist,
+            ldist_quantiles_us=quantiles,
         )
 
     def ldist_range_ns(self, req_cstate: str | None = None) -> tuple[float, float] | None:

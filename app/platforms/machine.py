@@ -120,8 +120,10 @@ def run_topology(topo: Topology) -> dict[str, Any]:
     """The layout a run of the machine has: exactly its online CPUs, with every count set (so no
     platform default applies on top). The dump's sockets x cores x threads where they make the
     online CPUs (and the engine's bounds hold); else, where the records place every online CPU in
-    its package, those packages with their own online counts (single-thread cores: CPUs taken
-    offline leave the packages uneven); else single-thread cores on as few sockets as fit."""
+    its package, those packages with their own online counts (CPUs taken offline leave the
+    packages uneven) and their cores' online threads (`threads_per_core_by_socket` where each
+    package's cores have as many, else `core_threads`: hybrid parts, single siblings offline);
+    else single-thread cores on as few sockets as fit."""
     n = topo.online_cpus or topo.cpus
     layout = (topo.sockets, topo.cores_per_socket, topo.threads_per_core)
     out: dict[str, Any]
@@ -135,9 +137,16 @@ def run_topology(topo: Topology) -> dict[str, Any]:
     ):
         out = {"sockets": layout[0], "cores_per_socket": layout[1], "threads_per_core": layout[2]}
     elif per_package and sum(per_package) == n and len(per_package) <= 16 and max(per_package) <= 512:
-        out = {"sockets": len(per_package), "cores_per_socket": max(per_package), "threads_per_core": 1}
-        if len(set(per_package)) > 1:
+        core_threads = _core_threads(topo, per_package)
+        widest, most = max(map(len, core_threads)), max(max(c) for c in core_threads)
+        out = {"sockets": len(per_package), "cores_per_socket": widest, "threads_per_core": most}
+        uniform = [set(c) for c in core_threads]
+        if len(set(per_package)) > 1 or len(set().union(*uniform)) > 1:
             out["cpus_per_socket"] = list(per_package)
+            if any(len(u) > 1 for u in uniform):
+                out["core_threads"] = core_threads
+            elif most > 1:
+                out["threads_per_core_by_socket"] = [c[0] for c in core_threads]
     else:
         sockets = next((k for k in range(max(topo.sockets, 1), 17) if n % k == 0 and n // k <= 512), 1)
         out = {"sockets": sockets, "cores_per_socket": n // sockets, "threads_per_core": 1}
@@ -150,6 +159,19 @@ def run_topology(topo: Topology) -> dict[str, Any]:
     return out
 
 
+def _core_threads(topo: Topology, per_package: list[int]) -> list[list[int]]:
+    """Each package's cores as their online threads for the run: the dump's where its records
+    give them for every online CPU (and the engine's bounds hold), else single-thread cores."""
+    given = topo.package_core_threads
+    if (
+        given is not None
+        and [sum(c) for c in given] == per_package
+        and all(len(c) <= 512 and max(c) <= 4 for c in given)
+    ):
+        return [list(c) for c in given]
+    return [[1] * n for n in per_package]
+
+
 def platform_topology(topology: Mapping[str, Any], part: str) -> PlatformTopology:
     return PlatformTopology(
         sockets=topology["sockets"],
@@ -157,6 +179,8 @@ def platform_topology(topology: Mapping[str, Any], part: str) -> PlatformTopolog
         threads_per_core=topology["threads_per_core"],
         cores_per_module=topology.get("cores_per_module", 1),
         cpus_per_socket=topology.get("cpus_per_socket"),
+        threads_per_core_by_socket=topology.get("threads_per_core_by_socket"),
+        core_threads=topology.get("core_threads"),
         part=part,
     )
 
@@ -185,6 +209,8 @@ def dump_table(dump: SysfsDump, topology: Mapping[str, Any]) -> DumpTable:
         cores_per_socket=topology["cores_per_socket"],
         threads_per_core=topology["threads_per_core"],
         cpus_per_socket=topology.get("cpus_per_socket"),
+        threads_per_core_by_socket=topology.get("threads_per_core_by_socket"),
+        core_threads=topology.get("core_threads"),
     )
 
 

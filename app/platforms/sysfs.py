@@ -123,6 +123,9 @@ class Topology(_Model):
     # Online CPUs of each package, in package order, where the records place them all (None when
     # inferred, or in machines stored before it was kept).
     package_cpus: list[int] | None = None
+    # Each package's cores as their online threads, in (die, core_id) order, where the records
+    # place every online CPU (None when inferred, or in machines stored before it was kept).
+    package_core_threads: list[list[int]] | None = None
     source: str = ""  # "sysfs topology", "/proc/cpuinfo", or what it was inferred from
 
 
@@ -578,6 +581,7 @@ def _build_topology(raw: Records, cpus: list[CpuRecord]) -> tuple[Topology, list
     if len(sizes) > 1:
         notes.append(f"cores have {sorted(sizes)} online threads: some siblings are offline")
     package_cpus = [sum(1 for key in core_of.values() if key[0] == p) for p in packages]
+    core_threads = [[len(groups[key]) for key in sorted(groups) if key[0] == p] for p in packages]
     return (
         Topology(
             cpus=n,
@@ -588,6 +592,7 @@ def _build_topology(raw: Records, cpus: list[CpuRecord]) -> tuple[Topology, list
             threads_per_core=threads,
             cores_per_module=_cores_per_module(placed, core_of),
             package_cpus=None if unplaced else package_cpus,
+            package_core_threads=None if unplaced else core_threads,
             inferred=False,
             note=note,
             source=source,

@@ -114,7 +114,15 @@ def form_sections(platform_names: Sequence[str]) -> list[FormSection]:
                     "topology.cpus_per_socket",
                     "Online CPUs per socket",
                     "int-list?",
-                    hint="Blank: even sockets. An uneven machine's CPUs per socket (52,42), one core each.",
+                    hint="Blank: even sockets. An uneven machine's CPUs per socket (52,42), one core each "
+                    "unless the next field pairs them.",
+                ),
+                FormField(
+                    "topology.threads_per_core_by_socket",
+                    "Threads per core, by socket",
+                    "int-list?",
+                    hint="Blank: 1. With CPUs per socket: each socket's SMT threads per core (2,2: 26 and 21 "
+                    "cores).",
                 ),
                 FormField(
                     "package.limit",

@@ -20,14 +20,16 @@ from app.runs.lifecycle import RunSpec, Submitter
 from app.runs.service import run_path
 from app.scenarios import store
 from engine import ENGINE_VERSION, engine_version
+from engine.metrics import Metric
 from engine.scenarios import (
     SCENARIOS,
     VALIDATION_SCENARIOS,
     Check,
-    Metric,
     Outcome,
     Scenario,
     evaluate,
+    stated,
+    stated_unit,
 )
 
 
@@ -174,7 +176,7 @@ def check_row(
         "baseline_role": check.baseline,
         "baseline_value": outcome.baseline_value if outcome else None,
         "role_value": outcome.role_value if outcome else None,
-        "value_unit": check.metric_ref.unit,
+        "value_unit": stated_unit(check.metric_ref),
         "runs": [r.link() for r in used],
         "run_ids": ids,
         "comparison_url": compare_url(ids) if outcome else None,
@@ -240,12 +242,15 @@ def submit_missing(session: Session, submitter: Submitter) -> list[dict[str, Any
 
 
 def _fmt(value: float | None, metric: Metric) -> str:
+    """A stated figure (`stated`) for the scenario's tables: latencies in us, percentages and watts
+    to two decimals, counts and cycles whole."""
     if value is None:
         return "–"
-    if metric.unit == "ns":
+    unit = stated_unit(metric)
+    if unit == "ns":
         return f"{value / 1000:,.2f} us"
-    if metric.digits:
-        return f"{value:,.{metric.digits}f}{' %' if metric.unit == '%' else ''}"
+    if unit in ("%", "W"):
+        return f"{value:,.2f}{' %' if unit == '%' else ''}"
     return f"{value:,.0f}"
 
 
@@ -259,7 +264,7 @@ def key_table(scenario: Scenario, runs: Mapping[str, RunRef]) -> dict[str, Any] 
         values = []
         for role, metric in zip(cells, kt.metric_by_col, strict=True):
             ref = runs.get(role) if role else None
-            v = metric.read(ref.result) if ref is not None and ref.done and ref.result else None
+            v = stated(metric, ref.result) if ref is not None and ref.done and ref.result else None
             values.append({"role": role, "value": v, "text": _fmt(v, metric), "run": ref.id if ref else None})
         rows.append({"label": label, "cells": values})
     return {"title": kt.title, "columns": list(kt.columns), "rows": rows, "note": kt.note}
@@ -271,9 +276,10 @@ def metrics_table(scenario: Scenario, runs: Mapping[str, RunRef]) -> list[dict[s
         cells = []
         for role in scenario.role_names():
             ref = runs.get(role)
-            v = m.read(ref.result) if ref is not None and ref.done and ref.result else None
+            v = stated(m, ref.result) if ref is not None and ref.done and ref.result else None
             cells.append(_fmt(v, m))
-        out.append({"label": m.label, "unit": "us" if m.unit == "ns" else m.unit, "cells": cells})
+        unit = stated_unit(m)
+        out.append({"label": m.label, "unit": "us" if unit == "ns" else unit, "cells": cells})
     return out
 
 

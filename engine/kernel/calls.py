@@ -101,6 +101,15 @@ def sample(stats: Stats, src: int, value: int) -> None:
         stats.lat_cnt[src] = i + 1
 
 
+@compiled(inline=True)
+def sample_from(stats: Stats, src: int, value: int, s: int) -> None:
+    """A wake-up's L_WAKE or L_INTR sample, and the state `s` it woke from."""
+    i = stats.lat_off[src] + stats.lat_cnt[src]
+    if i < stats.lat_off[src + 1]:
+        stats.lat_state[i] = s
+    sample(stats, src, value)
+
+
 # --------------------------------------------------------------------------- cache-line traffic
 
 

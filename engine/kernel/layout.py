@@ -279,3 +279,4 @@ class Stats(NamedTuple):
     ctr: np.ndarray  # K_* counters
     fsum: np.ndarray  # F_* float sums
     tl: np.ndarray  # timeline rows (cpu, start, end, state)
+    lat_state: np.ndarray  # the state each L_WAKE and L_INTR sample woke from, at its lat_buf index

@@ -26,7 +26,7 @@ from engine.governors import (
     select_state,
 )
 from engine.jit import compiled
-from engine.kernel.calls import drain, sample, send_wakeup, word_read, word_write
+from engine.kernel.calls import drain, sample, sample_from, send_wakeup, word_read, word_write
 from engine.kernel.cores import exit_latency, hw_enter, hw_leave
 from engine.kernel.events import (
     irq_work_ns,
@@ -297,7 +297,7 @@ def _wake_from_idle(
             t_task = t_after + sw_ns
         ssum[S_INTR_SUM, s] += t_irq - t
         ssum[S_INTR_N, s] += 1
-        sample(stats, L_INTR, t_irq - t)
+        sample_from(stats, L_INTR, t_irq - t, s)
         if kind == EV_TIMER:
             sample(stats, L_TIMER, t_task - t)
             task_ns = (t_task - t_after) + tm_work[arg]
@@ -325,7 +325,7 @@ def _wake_from_idle(
             wake = ret - t
         ssum[S_WAKE_SUM, s] += wake
         ssum[S_WAKE_N, s] += 1
-        sample(stats, L_WAKE, wake)
+        sample_from(stats, L_WAKE, wake, s)
         ctr[K_WAKEUPS] += 1
     if kind == EV_TIMER:
         rearm_timer(arr, arg, c, t)

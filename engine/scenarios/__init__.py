@@ -3,7 +3,8 @@
 A `Scenario` is a list of roles, each a `SimConfig` (so the app can run them like any other run),
 plus what the runs are compared on:
 
-- `metrics`: the numbers a page tabulates for every role;
+- `metrics`: the numbers a page tabulates for every role, entries of the metric registry
+  (`engine.metrics`) stated as the source documents state them (`stated`: shares in percent);
 - `key_table`: the one table the source document would print (the RFC's 2x2 of sender cycles);
 - `checks`: claims with an acceptance interval. Checks with `published=True` are the source
   documents' headline figures: `/validation` lists them. Each has a kind (framework.Check):
@@ -33,12 +34,13 @@ from engine.scenarios import irq_enable_2021, kernel_releases, mwait_rfc_2012, p
 from engine.scenarios.framework import (
     Check,
     KeyTable,
-    Metric,
     Outcome,
     Role,
     Scenario,
     evaluate,
     read_path,
+    stated,
+    stated_unit,
 )
 
 # ------------------------------------------------------------------------------------------ registry
@@ -77,7 +79,6 @@ __all__: Sequence[str] = (
     "VALIDATION_SCENARIOS",
     "Check",
     "KeyTable",
-    "Metric",
     "Outcome",
     "Role",
     "Scenario",
@@ -85,5 +86,7 @@ __all__: Sequence[str] = (
     "get_scenario",
     "read_path",
     "scenario_names",
+    "stated",
+    "stated_unit",
     "validation_checks",
 )

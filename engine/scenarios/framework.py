@@ -1,4 +1,5 @@
-"""The scenario framework: roles (configs), metrics read from results, and checks with their kinds.
+"""The scenario framework: roles (configs), checks with their kinds, and the registry's metrics
+(`engine.metrics`) they read, stated as the source documents state them.
 
 Pure data and arithmetic, no I/O. Results are read as JSON dicts (`SimResult.model_dump(mode=
 "json")`, or the stored bytes parsed), so the same code serves the engine tests and the service.
@@ -7,12 +8,13 @@ Paths into a result name list items by their `name` field: `("states", "C1", "in
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine import metrics
 from engine.config import SimConfig
+from engine.metrics import Metric
 from engine.result import SimResult
 
 ResultLike = Mapping[str, Any] | SimResult
@@ -50,113 +52,40 @@ def read_path(result: Mapping[str, Any], path: Path) -> Any:
     return obj
 
 
-@dataclass(frozen=True)
-class Metric:
-    """One number read from a result: a path into it, or a function of the whole result."""
-
-    key: str
-    label: str
-    unit: str
-    path: Path = ()
-    fn: Callable[[Mapping[str, Any]], float | None] | None = None
-    digits: int = 0
-
-    def read(self, result: ResultLike) -> float | None:
-        data = as_dict(result)
-        value = self.fn(data) if self.fn is not None else read_path(data, self.path)
-        if value is None:
-            return None
-        value = float(value)
-        return None if math.isnan(value) else value
+def stated_unit(metric: Metric) -> str:
+    """The unit a scenario states a metric in: the registry's, shares in percent (as the source
+    documents print them)."""
+    return "%" if metric.unit == "share" else metric.unit
 
 
-def _share_sent(data: Mapping[str, Any]) -> float | None:
-    ipi = data["ipi"]
-    first = ipi["requested"] - ipi["coalesced"]
-    return ipi["ipis_sent"] / first * 100 if first else None
+def stated(metric: Metric, result: ResultLike) -> float | None:
+    """A metric of a result in its stated unit (`stated_unit`); None where the result has none."""
+    value = metric.value(as_dict(result))
+    return value * 100 if value is not None and metric.unit == "share" else value
 
 
-# The metrics scenarios use, defined once so labels and units agree across pages.
-M_IDLE_SAME = Metric(
-    "ipi_idle_same_cycles",
-    "Sender cycles, idle target, same socket",
-    "cycles",
-    ("ipi", "same_socket", "idle_target_mean_cycles"),
-)
-M_IDLE_OTHER = Metric(
-    "ipi_idle_other_cycles",
-    "Sender cycles, idle target, other socket",
-    "cycles",
-    ("ipi", "other_socket", "idle_target_mean_cycles"),
-)
-M_BUSY_SAME = Metric(
-    "ipi_busy_same_cycles",
-    "Sender cycles, running target, same socket",
-    "cycles",
-    ("ipi", "same_socket", "busy_target_mean_cycles"),
-)
-M_BUSY_OTHER = Metric(
-    "ipi_busy_other_cycles",
-    "Sender cycles, running target, other socket",
-    "cycles",
-    ("ipi", "other_socket", "busy_target_mean_cycles"),
-)
-M_MEAN_SAME = Metric(
-    "ipi_mean_same_cycles",
-    "Sender cycles, all calls, same socket",
-    "cycles",
-    ("ipi", "same_socket", "mean_cycles"),
-)
-M_MEAN_OTHER = Metric(
-    "ipi_mean_other_cycles",
-    "Sender cycles, all calls, other socket",
-    "cycles",
-    ("ipi", "other_socket", "mean_cycles"),
-)
-M_LT_SENDER = Metric(
-    "line_transfers_sender", "Cache-line transfers by senders", "transfers", ("ipi", "line_transfers_sender")
-)
-M_LT_TARGET = Metric(
-    "line_transfers_target", "Cache-line transfers by targets", "transfers", ("ipi", "line_transfers_target")
-)
-M_REQUESTED = Metric("ipi_requested", "smp_call_function_single() calls", "calls", ("ipi", "requested"))
-M_IPIS_SENT = Metric("ipis_sent", "IPIs sent", "IPIs", ("ipi", "ipis_sent"))
-M_IPIS_AVOIDED = Metric(
-    "ipis_avoided", "IPIs avoided (woken through the monitored line)", "calls", ("ipi", "ipis_avoided")
-)
-M_SHARE_SENT = Metric(
-    "ipi_share_sent", "Calls that sent an IPI (coalesced calls excluded)", "%", fn=_share_sent, digits=1
-)
-M_STUCK = Metric(
-    "stuck_wakeups", "Targets stuck between WAKING and WOKENUP", "wake-ups", ("ipi", "stuck_wakeups")
-)
-M_STUCK_MEAN = Metric("stuck_mean_ns", "Mean time stuck", "ns", ("ipi", "stuck_mean_ns"))
-M_IPI_LAT_MEAN = Metric(
-    "ipi_latency_mean", "Call latency (call to function running), mean", "ns", ("latency", "ipi", "mean_ns")
-)
-M_IPI_LAT_P99 = Metric("ipi_latency_p99", "Call latency, p99", "ns", ("latency", "ipi", "p99_ns"))
-M_IPI_LAT_P999 = Metric("ipi_latency_p999", "Call latency, p99.9", "ns", ("latency", "ipi", "p999_ns"))
-M_IPI_LAT_MAX = Metric("ipi_latency_max", "Call latency, max", "ns", ("latency", "ipi", "max_ns"))
-M_C1_INTR = Metric(
-    "c1_intr_latency_mean", "C1 IntrLatency, mean (wult)", "ns", ("states", "C1", "intr_latency_mean_ns")
-)
-M_C1_WAKE = Metric(
-    "c1_wake_latency_mean", "C1 WakeLatency, mean (wult)", "ns", ("states", "C1", "wake_latency_mean_ns")
-)
-M_TIMER_MEAN = Metric("timer_latency_mean", "cyclictest latency, mean", "ns", ("latency", "timer", "mean_ns"))
-M_TIMER_P99 = Metric("timer_latency_p99", "cyclictest latency, p99", "ns", ("latency", "timer", "p99_ns"))
-M_C1_RESIDENCY = Metric(
-    "c1_residency",
-    "C1 residency",
-    "%",
-    fn=lambda d: _pct(read_path(d, ("states", "C1", "residency"))),
-    digits=3,
-)
-M_BUSY = Metric("busy_share", "Busy (C0) share", "%", fn=lambda d: _pct(d.get("busy_share")), digits=2)
-
-
-def _pct(x: Any) -> float | None:
-    return None if x is None else float(x) * 100
+# The registry's metrics the scenarios share, by short names.
+M_IDLE_SAME = metrics.get("ipi.same_socket.idle_target_mean_cycles")
+M_IDLE_OTHER = metrics.get("ipi.other_socket.idle_target_mean_cycles")
+M_BUSY_SAME = metrics.get("ipi.same_socket.busy_target_mean_cycles")
+M_BUSY_OTHER = metrics.get("ipi.other_socket.busy_target_mean_cycles")
+M_LT_SENDER = metrics.get("ipi.line_transfers_sender")
+M_LT_TARGET = metrics.get("ipi.line_transfers_target")
+M_IPIS_SENT = metrics.get("ipi.calls.ipis_sent")
+M_IPIS_AVOIDED = metrics.get("ipi.calls.ipis_avoided")
+M_SHARE_SENT = metrics.get("ipi.calls.sent_share")
+M_STUCK = metrics.get("ipi.stuck_wakeups")
+M_STUCK_MEAN = metrics.get("ipi.stuck_mean_ns")
+M_IPI_LAT_MEAN = metrics.get("latency.ipi.mean_ns")
+M_IPI_LAT_P99 = metrics.get("latency.ipi.p99_ns")
+M_IPI_LAT_P999 = metrics.get("latency.ipi.p999_ns")
+M_IPI_LAT_MAX = metrics.get("latency.ipi.max_ns")
+M_C1_INTR = metrics.get("intr_latency_mean.C1")
+M_C1_WAKE = metrics.get("wake_latency_mean.C1")
+M_TIMER_MEAN = metrics.get("latency.timer.mean_ns")
+M_TIMER_P99 = metrics.get("latency.timer.p99_ns")
+M_C1_RESIDENCY = metrics.get("residency.C1")
+M_BUSY = metrics.get("busy_share")
 
 
 # ------------------------------------------------------------------------------------------ checks
@@ -211,20 +140,19 @@ class Check:
     def unit(self) -> str:
         if self.mode == "change_pct":
             return "%"
-        if self.mode == "diff" and self.metric_ref.unit == "%":
-            return "pp"
-        return self.metric_ref.unit
+        unit = stated_unit(self.metric_ref)
+        return "pp" if self.mode == "diff" and unit == "%" else unit
 
     def roles(self) -> list[str]:
         return [r for r in (self.baseline, self.role) if r is not None]
 
     def simulate_value(self, results: Mapping[str, ResultLike]) -> float | None:
         """The simulated figure this check compares with the published one."""
-        value = self.metric_ref.read(results[self.role])
+        value = stated(self.metric_ref, results[self.role])
         if self.mode == "value" or value is None:
             return value
         assert self.baseline is not None
-        base = self.metric_ref.read(results[self.baseline])
+        base = stated(self.metric_ref, results[self.baseline])
         if base is None:
             return None
         if self.mode == "diff":
@@ -260,8 +188,8 @@ def evaluate(scenario: Scenario, results: Mapping[str, ResultLike]) -> list[Outc
                 check=check,
                 simulated=sim,
                 ok=check.accepts(sim),
-                baseline_value=check.metric_ref.read(data[check.baseline]) if check.baseline else None,
-                role_value=check.metric_ref.read(data[check.role]),
+                baseline_value=stated(check.metric_ref, data[check.baseline]) if check.baseline else None,
+                role_value=stated(check.metric_ref, data[check.role]),
             )
         )
     return out
@@ -324,6 +252,25 @@ class Scenario:
 
     def published_checks(self) -> list[Check]:
         return [c for c in self.checks if c.published]
+
+
+def direction_check(**fields: Any) -> Check:
+    """A check of kind `direction`: the sign of a documented change between two kernels, with no
+    published figure."""
+    return Check(published=False, published_value=None, kind="direction", **fields)
+
+
+def kernel_roles(
+    base: Mapping[str, Any], before: str, after: str, before_is: str | None = None
+) -> tuple[Role, Role]:
+    """The roles `before` and `after`: `base` under the governor at two trees (`governor.kernel`).
+    `before_is` says what the earlier tree is (default: the tree before `after`)."""
+    name = base["governor"]["name"]
+    return (
+        Role("before", f"{name} at {before} ({before_is or f'the tree before {after}'})",
+             _merge(base, governor={"kernel": before})),
+        Role("after", f"{name} at {after}", _merge(base, governor={"kernel": after})),
+    )
 
 
 def _merge(base: Mapping[str, Any], **over: Any) -> dict[str, Any]:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import metrics
 from engine.platforms import CState, Param, custom_platform, load_platform
-from engine.scenarios.framework import Check, Metric, Role, Scenario, _merge
+from engine.scenarios.framework import Scenario, _merge, direction_check, kernel_roles
 
-M_SCHED_LAT = Metric(
-    "sched_latency_mean", "Task wake-up latency (ttwu to running), mean", "ns",
-    ("latency", "sched", "mean_ns"),
-)
-M_POLL_USAGE = Metric("poll_usage", "POLL entries", "entries", ("states", "POLL", "usage"))
-M_C1_USAGE = Metric("c1_usage", "C1 entries", "entries", ("states", "C1", "usage"))
+M_SCHED_LAT = metrics.get("latency.sched.mean_ns")
+M_POLL_USAGE = metrics.get("usage.POLL")
+M_C1_USAGE = metrics.get("usage.C1")
 
 # Two CPUs waking each other's tasks at a high rate (perf bench sched pipe's pattern: short work,
 # idle intervals of a few microseconds), kicked off by device interrupts.
@@ -69,25 +67,17 @@ def spr_kernel_rows() -> dict[str, Any]:
     return table.model_dump(mode="json")
 
 
-def _direction(**fields: Any) -> Check:
-    return Check(published=False, published_value=None, kind="direction", **fields)
-
-
 def _menu_779b() -> Scenario:
     before, after = "fa3fa55de0d6", "779b1a1cb13a"
     base = _merge(_PIPE, platform="skx")
-    roles = (
-        Role("before", f"menu at {before} (the tree before 779b1a1cb13a)",
-             _merge(base, governor={"kernel": before})),
-        Role("after", f"menu at {after}", _merge(base, governor={"kernel": after})),
-    )
+    roles = kernel_roles(base, before, after)
     checks = (
-        _direction(
+        direction_check(
             id="menu-779b-poll-gone", source=SOURCE_779B, metric="POLL entries, after vs before",
             metric_ref=M_POLL_USAGE, mode="change_pct", baseline="before", role="after", accept=(None, -50.0),
             tolerance="at least halved", published_text="C1 instead of POLL for short idle intervals",
         ),
-        _direction(
+        direction_check(
             id="menu-779b-latency-up", source=SOURCE_779B, metric="task wake-up latency, after vs before",
             metric_ref=M_SCHED_LAT, mode="change_pct", baseline="before", role="after", accept=(0.0, None),
             tolerance="higher", published_text="sched-pipe throughput -12.9% (slower wake-ups)",
@@ -107,13 +97,9 @@ def _menu_779b() -> Scenario:
 def _menu_db86() -> Scenario:
     before, after = "10fad4012234", "db86f55bf81a"
     base = _merge(_PIPE, platform="spr-kernel-rows", platform_table=spr_kernel_rows())
-    roles = (
-        Role("before", f"menu at {before} (the tree before db86f55bf81a)",
-             _merge(base, governor={"kernel": before})),
-        Role("after", f"menu at {after}", _merge(base, governor={"kernel": after})),
-    )
+    roles = kernel_roles(base, before, after)
     checks = (
-        _direction(
+        direction_check(
             id="menu-db86-poll-back", source=SOURCE_DB86, metric="POLL entries, after minus before",
             metric_ref=M_POLL_USAGE, mode="diff", baseline="before", role="after", accept=(10.0, None),
             tolerance="at least 10 more",
@@ -138,12 +124,8 @@ def _menu_db86() -> Scenario:
     )
 
 
-M_C6_RESIDENCY = Metric(
-    "c6_residency", "C6 residency", "%", fn=lambda d: 100 * float(d["states"][-1]["residency"]), digits=2
-)
-M_TIMER_LAT = Metric(
-    "timer_latency_mean", "Timer wake-up latency, mean", "ns", ("latency", "timer", "mean_ns")
-)
+M_C6_RESIDENCY = metrics.get("residency.C6")
+M_TIMER_LAT = metrics.get("latency.timer.mean_ns")
 
 SOURCE_80606 = (
     "80606f4eb8d7 (cpuidle: governors: menu: Always check timers with tick stopped), linux-pm "
@@ -170,22 +152,19 @@ def _menu_80606() -> Scenario:
             "sched_wakeups": {"rate_hz": 0},
         },
     }
-    roles = (
-        Role("before", f"menu at {before} (v6.19's tree)", _merge(base, governor={"kernel": before})),
-        Role("after", f"menu at {after}", _merge(base, governor={"kernel": after})),
-    )
+    roles = kernel_roles(base, before, after, "v6.19's tree")
     checks = (
-        _direction(
+        direction_check(
             id="menu-80606-deepest-before", source=SOURCE_80606, metric="C6 residency before",
             metric_ref=M_C6_RESIDENCY, mode="value", role="before", accept=(20.0, None),
             tolerance="above 20%", published_text="before: the deepest state, the timer unseen",
         ),
-        _direction(
+        direction_check(
             id="menu-80606-shallower-after", source=SOURCE_80606, metric="C6 residency, after minus before",
             metric_ref=M_C6_RESIDENCY, mode="diff", baseline="before", role="after", accept=(None, -20.0),
             tolerance="at least 20 pp lower", published_text="after: a shallower state that fits the timer",
         ),
-        _direction(
+        direction_check(
             id="menu-80606-timer-latency", source=SOURCE_80606,
             metric="timer wake-up latency, after vs before",
             metric_ref=M_TIMER_LAT, mode="change_pct", baseline="before", role="after", accept=(None, -20.0),

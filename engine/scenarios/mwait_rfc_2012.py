@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from engine.metrics import Metric
 from engine.scenarios.framework import (
     M_BUSY_OTHER,
     M_BUSY_SAME,
@@ -23,7 +24,6 @@ from engine.scenarios.framework import (
     M_STUCK_MEAN,
     Check,
     KeyTable,
-    Metric,
     Role,
     Scenario,
     _within_pct,

@@ -7,10 +7,10 @@ package C-states as turbostat counts them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from engine.scenarios.framework import M_BUSY, Check, Metric, Role, Scenario, _merge, read_path
+from engine import metrics
+from engine.scenarios.framework import M_BUSY, Check, Role, Scenario, _merge
 
 SOURCE_PC6 = (
     "intel_idle skx_idle_state_table_update() (commit 64233338: C6 92/276 us when PC6 is disabled) "
@@ -19,45 +19,16 @@ SOURCE_PC6 = (
 SOURCE_SMT = "core and package C-states beneath cpuidle's per-thread view (expected direction)"
 
 
-def _turbostat(column: str, label: str, unit: str = "%") -> Metric:
-    return Metric(
-        f"turbostat_{column}",
-        f"{label} (turbostat {column})",
-        unit,
-        ("hardware", "system", "turbostat", column),
-        digits=2,
-    )
-
-
-M_PKG_PC6 = _turbostat("Pkg%pc6", "Package C6 residency")
-M_PKG_PC2 = _turbostat("Pkg%pc2", "Package C2 residency")
-M_CPU_C6 = _turbostat("CPU%c6", "Core C6 residency")
-M_CPU_C1 = _turbostat("CPU%c1", "Thread C1 residency")
-M_PKG_WATT = _turbostat("PkgWatt", "Package power per socket, estimate", "W")
-M_C6_EXIT = Metric(
-    "c6_exit_mean", "C6 exit latency drawn, mean", "ns", ("states", "C6", "exit_latency_mean_ns")
-)
-M_C6_TABLE = Metric(
-    "c6_table_exit", "C6 exit latency in the table", "us", ("states", "C6", "exit_latency_us")
-)
-M_WAKE_MEAN = Metric("wake_latency_mean", "WakeLatency, mean", "ns", ("latency", "wake", "mean_ns"))
-M_WAKE_P99 = Metric("wake_latency_p99", "WakeLatency, p99", "ns", ("latency", "wake", "p99_ns"))
-
-
-def _idle_threads_c6(data: Mapping[str, Any]) -> float | None:
-    """Mean OS C6 share of the threads that run no CPU-bound task (hardware Busy% below 100%)."""
-    names = data["per_cpu_state_names"]
-    if "C6" not in names:
-        return None
-    col = names.index("C6")
-    busy = read_path(data, ("hardware", "per_cpu_busy")) or []
-    shares = [row[col] for row, b in zip(data["per_cpu_residency"], busy, strict=True) if b < 1.0]
-    return 100 * sum(shares) / len(shares) if shares else None
-
-
-M_IDLE_THREAD_C6 = Metric(
-    "idle_thread_os_c6", "OS C6 residency of the idle threads", "%", fn=_idle_threads_c6, digits=2
-)
+M_PKG_PC6 = metrics.get("turbostat.Pkg%pc6")
+M_PKG_PC2 = metrics.get("turbostat.Pkg%pc2")
+M_CPU_C6 = metrics.get("turbostat.CPU%c6")
+M_CPU_C1 = metrics.get("turbostat.CPU%c1")
+M_PKG_WATT = metrics.get("hardware.PkgWatt")  # per socket, as turbostat prints it per package
+M_C6_EXIT = metrics.get("exit_latency_mean.C6")
+M_C6_TABLE = metrics.get("exit_latency.C6")
+M_WAKE_MEAN = metrics.get("latency.wake.mean_ns")
+M_WAKE_P99 = metrics.get("latency.wake.p99_ns")
+M_IDLE_THREAD_C6 = metrics.get("idle_thread_residency.C6")
 
 # An idle two-socket skx: every CPU woken a few times a second, so all 96 threads are often idle
 # together and the packages can reach PC6.

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import metrics
 from engine.platforms import CState, Param, custom_platform, load_platform
-from engine.scenarios.framework import Check, Metric, Role, Scenario, _merge
+from engine.scenarios.framework import Scenario, direction_check, kernel_roles
 
 SOURCE_4B20 = (
     "linux-pm, November 2025: \"Regression in TEO cpuidle governor between 6.6 and 6.12\" (Reka Norman, "
@@ -26,15 +27,9 @@ SOURCE_4B20 = (
     "intercepts)"
 )
 
-M_WFI_TIME = Metric(
-    "wfi_time_share", "WFI share of idle time", "%", fn=lambda d: 100 * float(d["states"][0]["residency"]),
-    digits=1,
-)
-M_CLUSTEROFF_TIME = Metric(
-    "clusteroff_time_share", "clusteroff share of idle time", "%",
-    fn=lambda d: 100 * float(d["states"][-1]["residency"]), digits=1,
-)
-M_WFI_USAGE = Metric("wfi_usage", "WFI entries", "entries", ("states", "WFI", "usage"))
+M_WFI_TIME = metrics.get("residency.WFI")
+M_CLUSTEROFF_TIME = metrics.get("residency.clusteroff")
+M_WFI_USAGE = metrics.get("usage.WFI")
 
 
 def psci_mt8196_table() -> dict[str, Any]:
@@ -61,10 +56,6 @@ def psci_mt8196_table() -> dict[str, Any]:
     return table.model_dump(mode="json")
 
 
-def _direction(**fields: Any) -> Check:
-    return Check(published=False, published_value=None, kind="direction", **fields)
-
-
 def _teo_4b20() -> Scenario:
     before, after = "449914398083", "4b20b07ce72f"
     # CPUs almost idle at HZ 100: device interrupts and task wake-ups, each task queueing an RCU
@@ -86,19 +77,15 @@ def _teo_4b20() -> Scenario:
             "sched_wakeups": {"rate_hz": 20, "work_us": 50},
         },
     }
-    roles = (
-        Role("before", f"teo at {before} (the tree before 4b20b07ce72f)",
-             _merge(base, governor={"kernel": before})),
-        Role("after", f"teo at {after}", _merge(base, governor={"kernel": after})),
-    )
+    roles = kernel_roles(base, before, after)
     checks = (
-        _direction(
+        direction_check(
             id="teo-4b20-wfi-up", source=SOURCE_4B20, metric="WFI share of idle time, after minus before",
             metric_ref=M_WFI_TIME, mode="diff", baseline="before", role="after", accept=(5.0, None),
             tolerance="at least 5 pp higher", published_text="WFI 6% -> 99.9% of idle time",
             note="Direction only: the model's rise is 15 points, the device's was 94 (see the notes).",
         ),
-        _direction(
+        direction_check(
             id="teo-4b20-clusteroff-down", source=SOURCE_4B20,
             metric="clusteroff share of idle time, after minus before", metric_ref=M_CLUSTEROFF_TIME,
             mode="diff", baseline="before", role="after", accept=(None, -5.0),

@@ -626,7 +626,9 @@ def _topology(measured: MachineCounters, n: int, table: Platform, whole: bool) -
         return {"sockets": 1, "cores_per_socket": n, "threads_per_core": 1}
     sockets = len(set(measured.package)) if measured.package is not None else 1
     threads = table.topology.threads_per_core
-    if n % (sockets * threads):
+    # A machine whose sockets or cores differ (cpus_per_socket): single-thread cores, as its
+    # even sockets of whole cores would pair CPUs that are not siblings.
+    if n % (sockets * threads) or table.topology.cpus_per_socket is not None:
         threads = 1
     if n % sockets:
         sockets = 1

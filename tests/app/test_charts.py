@@ -365,6 +365,7 @@ def test_compare_tabulates_turbostat_columns(result: dict[str, Any]) -> None:
     by_key = {m.key: m for m in metrics.compared([s["name"] for s in result["states"]])}
     turbostat = result["hardware"]["system"]["turbostat"]
     assert by_key["hardware.CPU%c6"].value(result) == pytest.approx(turbostat["CPU%c6"] / 100)
-    assert by_key["hardware.PkgWatt"].value(result) == pytest.approx(turbostat["PkgWatt"])
+    # PkgWatt per socket: the system row sums the packages, as turbostat's summary row does.
+    assert by_key["hardware.PkgWatt"].value(result) == pytest.approx(turbostat["PkgWatt"] / result["sockets"])
     assert by_key["hardware.PkgWatt"].estimate and by_key["hardware.Pkg%pc6"].unit == "share"
     assert by_key["hardware.CPU%c3"].value(result) is None  # skx has no core C3

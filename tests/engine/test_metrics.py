@@ -50,6 +50,10 @@ def test_pkgwatt_per_socket_and_as_turbostat_sums_it(result: dict) -> None:  # t
     per_socket = metrics.get("hardware.PkgWatt").value(result)
     summed = metrics.get("turbostat.PkgWatt").value(result)
     assert per_socket is not None and summed == pytest.approx(per_socket * result["sockets"])
+    # Summed once: the same figure as the result's system row and the sum of its sockets' rows.
+    hardware = result["hardware"]
+    assert summed == pytest.approx(hardware["system"]["turbostat"]["PkgWatt"])
+    assert summed == pytest.approx(sum(s["turbostat"]["PkgWatt"] for s in hardware["sockets"]))
 
 
 def test_a_measurement_reads_the_same_figure() -> None:
@@ -62,3 +66,35 @@ def test_a_measurement_reads_the_same_figure() -> None:
         "turbostat.Busy%",
         "turbostat.PkgWatt",
     } <= rows and "turbostat.Busy%%" not in rows
+
+
+def test_details_and_state_families_read_their_fields(result: dict) -> None:  # type: ignore[type-arg]
+    ipi = result["ipi"]
+    assert metrics.get("ipi.line_transfers_sender").value(result) == ipi["line_transfers_sender"]
+    assert metrics.get("ipi.stuck_wakeups").direction == "down"
+    first = ipi["requested"] - ipi["coalesced"]
+    share = metrics.get("ipi.calls.sent_share")
+    assert share.unit == "share" and share.value(result) == (ipi["ipis_sent"] / first if first else None)
+    c1 = next(s for s in result["states"] if s["name"] == "C1")
+    assert metrics.get("intr_latency_mean.C1").value(result) == c1["intr_latency_mean_ns"]
+    assert metrics.get("exit_latency.C1").value(result) == c1["exit_latency_us"]
+    assert metrics.get("exit_latency.C1").unit == "us"
+    with pytest.raises(KeyError):
+        metrics.get("intr_latency_mean")
+
+
+def test_idle_thread_residency_leaves_out_the_busy_threads() -> None:
+    r = {
+        "per_cpu_state_names": ["POLL", "C6"],
+        "per_cpu_residency": [[0.0, 0.9], [0.0, 0.5], [0.0, 0.0]],
+        "hardware": {"per_cpu_busy": [0.1, 0.3, 1.0]},  # the third thread runs a CPU-bound task
+    }
+    assert metrics.get("idle_thread_residency.C6").value(r) == pytest.approx(0.7)
+    assert metrics.get("idle_thread_residency.C1").value(r) is None
+
+
+def test_details_stay_out_of_lists_summaries_and_comparisons() -> None:
+    fixed = {m.key for m in metrics.FIXED}
+    compared = {m.key for m in metrics.compared(["C1"])}
+    for m in metrics.DETAILS:
+        assert m.key not in fixed and m.key not in compared and metrics.get(m.key) is m

@@ -271,3 +271,24 @@ def test_the_builtin_platforms_are_read_only() -> None:
     with pytest.raises(TypeError):
         BUILTIN_PLATFORMS["mine"] = BUILTIN_PLATFORMS["skx"]  # type: ignore[index]
     assert "mine" not in BUILTIN_PLATFORMS
+
+
+# Rows whose setting commit Xen's ports of them quote as "[Linux commit <id>]" (xen-project/xen:
+# a33c2a9a7831 dnv, 37fa335a95cc knl, 4c6cd64519f9 skl with its "- updated" follow-up).
+XEN_QUOTED = {
+    ("dnv", "C1"): "0080d65b7719",
+    ("dnv", "C1E"): "0080d65b7719",
+    ("dnv", "C6"): "0080d65b7719",
+    ("knl", "C1"): "281baf7a7026",
+    ("knl", "C6"): "281baf7a7026",
+    ("skl", "C6"): "135919a3a805",
+    ("skl", "C8"): "135919a3a805",
+    ("skl", "C9"): "135919a3a805",
+}
+
+
+@pytest.mark.parametrize(("name", "state"), sorted(XEN_QUOTED))
+def test_rows_cite_the_commit_their_port_quotes(name: str, state: str) -> None:
+    source = next(s.source for s in load_platform(name).states if s.name == state)
+    assert XEN_QUOTED[(name, state)] in source
+    assert not UNDETERMINED.search(source), source

@@ -12,15 +12,17 @@ from typing import Any
 
 import pytest
 
-from engine import SimConfig, simulate
+from engine import SimConfig, metrics, simulate
+from engine.metrics import Metric
 from engine.scenarios import (
     SCENARIOS,
     VALIDATION_SCENARIOS,
     Check,
-    Metric,
     evaluate,
     get_scenario,
     read_path,
+    stated,
+    stated_unit,
     validation_checks,
 )
 
@@ -46,7 +48,7 @@ def _results(name: str) -> dict[str, dict[str, Any]]:
 
 
 def _value(name: str, role: str, metric: Metric) -> float:
-    v = metric.read(_results(name)[role])
+    v = stated(metric, _results(name)[role])
     assert v is not None, (name, role, metric.key)
     return v
 
@@ -107,6 +109,37 @@ def test_validation_covers_the_published_figures() -> None:
     assert all(sc.name in VALIDATION_SCENARIOS for sc, _ in rows)
 
 
+def test_every_scenario_figure_is_a_registry_metric() -> None:
+    # Checks, tables and key tables read the one registry (engine.metrics), by its keys.
+    for sc in SCENARIOS.values():
+        used = [*sc.metrics, *(c.metric_ref for c in sc.checks)]
+        used += list(sc.key_table.metric_by_col) if sc.key_table is not None else []
+        for m in used:
+            found = metrics.get(m.key)
+            same = (found.label, found.unit, found.direction) == (m.label, m.unit, m.direction)
+            assert same, (sc.name, m.key)
+
+
+def test_shares_are_stated_in_percent_and_their_differences_in_points() -> None:
+    data = {"busy_share": 0.25, "states": [{"name": "C1", "residency": 0.5}]}
+    busy, c1 = metrics.get("busy_share"), metrics.get("residency.C1")
+    assert (stated(busy, data), stated(c1, data), stated_unit(c1)) == (25.0, 50.0, "%")
+    wake = metrics.get("latency.wake.mean_ns")
+    assert stated_unit(wake) == "ns"
+    assert stated(wake, {"latency": {"wake": {"count": 2, "mean_ns": 7}}}) == 7.0
+
+    def check(metric: Metric, mode: str) -> Check:
+        return Check(id="x", source="s", metric="m", metric_ref=metric, mode=mode, role="b",  # type: ignore[arg-type]
+                     baseline="a", accept=(None, None), tolerance="", published_text="")
+
+    before = {"states": [{"name": "C1", "residency": 0.25}]}
+    after = {"states": [{"name": "C1", "residency": 0.5}]}
+    diff = check(c1, "diff")
+    assert diff.unit == "pp" and diff.simulate_value({"a": before, "b": after}) == 25.0
+    assert check(c1, "change_pct").simulate_value({"a": before, "b": after}) == 100.0
+    assert check(wake, "diff").unit == "ns"
+
+
 def test_read_path_picks_list_items_by_name() -> None:
     data = {
         "states": [{"name": "POLL", "x": 1}, {"name": "C1", "x": 2}],
@@ -124,7 +157,7 @@ def test_check_interval_is_closed_and_none_fails() -> None:
         id="x",
         source="s",
         metric="m",
-        metric_ref=Metric("k", "K", "ns", ("a",)),
+        metric_ref=Metric("k", "K", "ns", lambda r: r["a"]),
         mode="value",
         role="r",
         accept=(1.0, 2.0),

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SimConfig, SimResult, custom_platform, engine_version, load_platform, simulate
+from engine.governors import G_LAST_RES, G_M_INTERVALS, G_M_PTR, G_NEEDS_UPDATE, INF, UINT_MAX
 from engine.kernel import layout as K
 from engine.kernel.calls import word_read, word_write
 from engine.kernel.events import schedule, tick_kept
 from engine.kernel.queue import CPU_BITS, new_queue, queue_set
-from engine.governors import G_LAST_RES, G_M_INTERVALS, G_M_PTR, G_NEEDS_UPDATE, INF, UINT_MAX
 from engine.simulate import CHUNKS, _poll_limit_ns, _Prepared
 from engine.streams import SRC_IRQ, SRC_KERNEL, SRC_TIMERS, arrival_streams, first_uniforms, stream_seeds
 

@@ -166,5 +166,47 @@ def test_measurements_have_notes_and_the_compare_warns_about_them(client: httpx.
     run = wait_finished(client, submit(client, small_config(seed=85, duration_ms=10))["id"])
     cmp = client.get("/api/compare", params={"ids": f"{run['id']},{measurement['id']}"}).json()
     (warning,) = [w for w in cmp["warnings"] if w["kind"] == "measurement"]
-    assert "WakeLatency and IntrLatency percentiles only" in warning["message"]
+    assert "WakeLatency and IntrLatency only, overall and per requested C-state" in warning["message"]
     assert all(m["delta_unit"] == "%" for m in cmp["measured"]), "latencies change in percent"
+
+
+def test_the_compare_snapshot_carries_each_sides_note(client: httpx.Client, run: dict[str, Any]) -> None:
+    from tests.app.measurements.test_api import TWO_FILES
+
+    other = submit(client, small_config(seed=86, duration_ms=10), repeats=3)
+    wait_finished(client, other["id"])
+    measurement = client.post("/api/measurements", files=TWO_FILES).json()
+    notes = {
+        f"/api/runs/{run['id']}": (run["delete_token"], "base <b>run</b>: see 779b1a1cb13a"),
+        f"/api/runs/{other['id']}": (other["delete_token"], "see https://example.org/a_(b). javascript:x"),
+        f"/api/measurements/{measurement['id']}": (measurement["delete_token"], "wult on clx"),
+    }
+    for path, (token, text) in notes.items():
+        assert put_note(client, path, text, token).status_code == 200
+    ids = f"{run['id']},{other['id']},{measurement['id']}"
+    snapshot = client.get(f"/compare/snapshot.html?ids={ids}").text
+    assert "base &lt;b&gt;run&lt;/b&gt;" in snapshot and "<b>run</b>" not in snapshot, "escaped"
+    assert '<a href="https://git.kernel.org/torvalds/c/779b1a1cb13a" rel="noopener nofollow">' in snapshot
+    assert '<a href="https://example.org/a_(b)" rel="noopener nofollow">' in snapshot
+    assert "javascript:x" in snapshot and 'href="javascript' not in snapshot
+    assert "Note on M1" in snapshot and "wult on clx" in snapshot
+    assert "Against wult, per requested C-state" in snapshot
+    # Links are the notes' only: nothing is loaded, and every href is one of theirs.
+    parser = _Anchors()
+    parser.feed(snapshot)
+    assert parser.sources == []
+    assert parser.links and all(rel == "noopener nofollow" for _, rel in parser.links)
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[str] = []
+        self.links: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "a" and found.get("href"):
+            self.links.append((found["href"] or "", found.get("rel")))
+        elif found.get("src") or found.get("href"):
+            self.sources.append(found.get("src") or found.get("href") or "")

@@ -214,3 +214,19 @@ def test_text_that_is_not_text_is_refused_naming_it(title: Any, given: Any, mess
     with pytest.raises(ValueError) as caught:
         render_snapshot(title, given, plotly_js=FAKE_BUNDLE)
     assert str(caught.value) == message
+
+
+def test_a_note_is_escaped_and_linked_as_on_the_app_s_pages() -> None:
+    note = f"see 85975daeaa4d and <202508251419.d8117ed7-lkp@intel.com>{HOSTILE} javascript:alert(1)"
+    markup = render_snapshot("Run", [Section("Note", note=note)], plotly_js=FAKE_BUNDLE)
+    page = Page(markup)
+    anchors = [attrs for tag, attrs in page.tags if tag == "a"]
+    assert [a["href"] for a in anchors] == [
+        "https://git.kernel.org/torvalds/c/85975daeaa4d",
+        "https://lore.kernel.org/r/202508251419.d8117ed7-lkp@intel.com",
+    ]
+    assert all(a["rel"] == "noopener nofollow" for a in anchors)
+    assert [tag for tag, _ in page.tags if tag == "script"] == [], "the hostile text stays text"
+    assert HOSTILE in "".join(page.text) and "javascript:alert(1)" in "".join(page.text)
+    for tag, attrs in page.tags:
+        assert tag not in LOADING_TAGS and "src" not in attrs, (tag, attrs)

@@ -118,9 +118,22 @@ def test_simulate_this_reproduces_the_conditions(app_client: Any) -> None:
     config = app_client.get(f"/api/runs/{answer['id']}").json()["config"]
     assert config["platform"] == "skx"
     assert config["governor"]["name"] == "fixed" and config["governor"]["fixed_state"] == "C6"
-    # LDist 800..1200 us: its median, 1000 us, is the timer's period.
-    assert [t["period_us"] for t in config["wakeups"]["timers"]] == [1000.0]
-    assert any("delivery 'nic'" in n for n in answer["notes"])
+    # wult's experiment: one timer, on the measured CPU (info.yml's cpu: 3) alone, each launch
+    # distance drawn uniformly over the measured LDist's range (800..1200 us), armed after the
+    # previous wake-up (the median WakeLatency, 92 us, plus the armer's work, a guess).
+    (timer,) = config["wakeups"]["timers"]
+    assert timer["cpus"] == [3]
+    assert timer["interval"] == {
+        "distribution": "uniform", "min_us": 800.0, "max_us": 1200.0, "rearm_after_us": 97.0
+    }
+    topology = config["topology"]
+    assert (topology["sockets"], topology["cores_per_socket"]) == (2, None), "skx's whole machine"
+    notes = answer["notes"]
+    assert any("CPU 3 alone carries wult's timer" in n for n in notes)
+    assert any("uniform in 800..1200 us" in n for n in notes)
+    assert any("a guess" in n for n in notes)
+    assert not any("does not reproduce" in n or "every CPU" in n for n in notes)
+    assert any("delivery 'nic'" in n for n in notes)
     # Several requested states: the others are disabled instead.
     several = post(app_client, files=TWO_FILES).json()["id"]
     cfg = app_client.post(f"/api/measurements/{several}/simulate", json={"platform": "skx"}).json()["config"]
@@ -150,8 +163,9 @@ def test_compare_aligns_measured_with_simulated(app_client: Any) -> None:
     simulated = result["hardware"]["system"]["turbostat"]["CPU%c6"]
     assert c6["simulated"] == [pytest.approx(simulated)]
     assert c6["deltas_pct"] == [pytest.approx((simulated - 84.0) / 84.0 * 100)]
-    watts = rows["turbostat.PkgWatt"]  # turbostat sums packages: the run's per-package figure times sockets
-    sim_watts = result["hardware"]["system"]["turbostat"]["PkgWatt"] * result["sockets"]
+    watts = rows["turbostat.PkgWatt"]  # turbostat's summary row sums the packages, as the system row does
+    sim_watts = result["hardware"]["system"]["turbostat"]["PkgWatt"]
+    assert sim_watts == pytest.approx(sum(s["turbostat"]["PkgWatt"] for s in result["hardware"]["sockets"]))
     assert watts["simulated"] == [pytest.approx(sim_watts)]
     page = app_client.get(f"/compare?ids={run_id},{wult}")
     assert page.status_code == 200

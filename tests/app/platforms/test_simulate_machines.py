@@ -148,3 +148,87 @@ def test_packages_left_uneven_by_offline_cpus_keep_their_own_cpu_counts(app_clie
     result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
     assert result.cpus == 94 and len(result.per_cpu_residency) == 94
     assert [g.socket for g in result.hardware.sockets] == [0, 1]
+
+
+def with_cores_and_offline(text: str, offline_cores: int, threads: tuple[int, ...] = (0, 1)) -> str:
+    """sklep0 with its cores said (each package's CPUs in order: core i is its i-th CPU and the one
+    26 later, the siblings Skylake-SP enumerates), and the given threads of package 1's first
+    `offline_cores` cores taken offline."""
+    package_of = {int(c): int(p) for c, p in re.findall(r"cpu(\d+)/topology/die_id:(\d+)$", text, re.M)}
+    pairs: dict[int, tuple[int, int, list[int]]] = {}
+    for package in sorted(set(package_of.values())):
+        cpus = sorted(c for c, p in package_of.items() if p == package)
+        half = len(cpus) // 2
+        for i in range(half):
+            mates = [cpus[i], cpus[i + half]]
+            for c in mates:
+                pairs[c] = (package, i, mates)
+    offline = {
+        c
+        for c, (p, core, mates) in pairs.items()
+        if p == 1 and core < offline_cores and mates.index(c) in threads
+    }
+    lines: list[str] = []
+    cpu_line = re.compile(r"^/sys/devices/system/cpu/cpu(\d+)/")
+    for line in text.splitlines():
+        m = cpu_line.match(line)
+        if m and int(m.group(1)) in offline:
+            continue
+        lines.append(line)
+        die = re.match(r"^(/sys/devices/system/cpu/cpu(\d+)/topology/)die_id:\d+$", line)
+        if die:
+            prefix, cpu = die.group(1), int(die.group(2))
+            package, core, mates = pairs[cpu]
+            lines += [f"{prefix}physical_package_id:{package}", f"{prefix}core_id:{core}"]
+            lines.append(f"{prefix}thread_siblings_list:{','.join(str(m) for m in sorted(mates))}")
+    lines += [f"/sys/devices/system/cpu/cpu{c}/online:0" for c in sorted(offline)]
+    return "\n".join(lines) + "\n"
+
+
+def test_uneven_packages_keep_their_smt_siblings_paired(app_client: Any) -> None:
+    """Five of package 1's 26 cores offline (10 CPUs): the run has 2 sockets of 26 and 21 cores of
+    2 threads, each core's threads the dump's siblings."""
+    text = gzip.decompress((MACHINES / "sklep0-sysfs.txt.gz").read_bytes()).decode()
+    answer, config = simulate(app_client, with_cores_and_offline(text, 5).encode(), "sklep0-smt")
+    assert answer["based_on"] == "skx"
+    topo = config["topology"]
+    assert (topo["sockets"], topo["cpus_per_socket"], topo["cpus"]) == (2, [52, 42], 94)
+    assert (topo["threads_per_core_by_socket"], topo["threads_per_core"]) == ([2, 2], 2)
+    notes = answer["machine"]["recognition"]["notes"]
+    assert any("2 sockets of 26 cores of 2 thread(s), 21 cores of 2 thread(s)" in n for n in notes), notes
+    assert engine.SimConfig.model_validate(config).socket_cores() == [26, 21]
+    # The platform keeps the pairing for a run that leaves the layout to it.
+    run = app_client.post("/api/runs", json={"config": {"platform": "sklep0-smt", "duration_ms": 1}})
+    assert run.status_code == 202, run.text
+    plain = engine.SimConfig.model_validate(app_client.get(f"/api/runs/{run.json()['id']}").json()["config"])
+    assert (plain.socket_cpus(), plain.socket_cores(), plain.threads_per_core()) == ([52, 42], [26, 21], 2)
+    result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
+    assert result.cpus == 94 and len(result.hardware.per_core) == 47
+    assert result.hardware.threads_per_core == 2
+
+
+def test_a_package_whose_cores_lost_single_siblings_keeps_each_core_as_it_is(app_client: Any) -> None:
+    """Three of package 1's cores with one thread offline: package 0 keeps its 26 cores of 2
+    threads, package 1 has 26 cores too, 3 of them with 1 thread (`core_threads`)."""
+    text = gzip.decompress((MACHINES / "sklep0-sysfs.txt.gz").read_bytes()).decode()
+    answer, config = simulate(app_client, with_cores_and_offline(text, 3, (1,)).encode(), "sklep0-mixed")
+    topo = config["topology"]
+    assert (topo["cpus_per_socket"], topo["cpus"], topo["threads_per_core"]) == ([52, 49], 101, 2)
+    assert topo["core_threads"] == [[2] * 26, [1, 1, 1] + [2] * 23]
+    assert "threads_per_core_by_socket" not in topo
+    assert any("cores have [1, 2] online threads" in n for n in answer["machine"]["notes"])
+    notes = answer["machine"]["recognition"]["notes"]
+    assert any("26 cores of 2 thread(s), 26 cores (23 of 2, 3 of 1 threads)" in n for n in notes), notes
+    parsed = engine.SimConfig.model_validate(config)
+    assert (parsed.socket_cores(), parsed.n_cpus()) == ([26, 26], 101)
+    result = engine.simulate(engine.SimConfig.model_validate({**config, "duration_ms": 2}))
+    assert result.cpus == 101 and len(result.hardware.per_core) == 52
+
+
+def test_the_machine_page_says_the_uneven_layout_it_simulates(app_client: Any) -> None:
+    text = gzip.decompress((MACHINES / "sklep0-sysfs.txt.gz").read_bytes()).decode()
+    simulate(app_client, with_cores_and_offline(text, 5).encode(), "sklep0-page")
+    page = app_client.get("/platforms/sklep0-page").text
+    run = re.search(r'<td id="machine-run">([^<]*)', page)
+    assert run is not None
+    assert run.group(1).startswith("94 CPUs (52 + 42 on 2 sockets, 2 and 2 thread(s) per core)"), run.group(1)
