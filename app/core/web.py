@@ -216,6 +216,8 @@ class Upload:
 
 
 MAX_UPLOAD_FILES = 4
+# Text fields (`title`, `unlisted`...) a form may hold besides its files.
+MAX_UPLOAD_FIELDS = 8
 
 
 async def read_upload(request: Request, limit: int, *, filename: str | None = None) -> Upload:
@@ -226,7 +228,8 @@ async def read_upload(request: Request, limit: int, *, filename: str | None = No
         return Upload(files={filename or "upload": await request.body()}, fields={})
     files: dict[str, bytes] = {}
     fields: dict[str, str] = {}
-    async with request.form(max_files=MAX_UPLOAD_FILES, max_fields=8, max_part_size=limit) as form:
+    form_limits = {"max_files": MAX_UPLOAD_FILES, "max_fields": MAX_UPLOAD_FIELDS, "max_part_size": limit}
+    async with request.form(**form_limits) as form:
         for key, value in form.multi_items():
             if not isinstance(value, UploadFile):
                 fields[key] = value

@@ -34,7 +34,7 @@ def create_fit(
     name: str,
     session: SessionDep,
     runner: FitRunnerDep,
-    body: Annotated[FitCreate, Body(default_factory=FitCreate)],
+    body: Annotated[FitCreate, Body(description="`{}`: every default.")],
 ) -> Response:
     """Fit a twin to an imported machine's counters (`{"seed"?, "budget"?, "cpus"?, "unlisted"?}`):
     202 with its id, link and delete token (shown once). A platform without counters, counters

@@ -13,6 +13,8 @@ from app.core.web import json_response
 from app.platforms import service
 from app.platforms.service import PlatformCreate, PlatformList, PlatformRead
 
+# Some character that is not ASCII white space (`bytes.strip()`'s).
+NOT_BLANK_PATTERN = "[^ \\t\\n\\r\\x0b\\x0c]"
 router = APIRouter(prefix="/api", tags=["platforms"])
 
 
@@ -47,8 +49,22 @@ def create_platform(body: PlatformCreate, session: SessionDep, settings: Setting
 def import_platform(
     session: SessionDep,
     settings: SettingsDep,
-    dump: Annotated[bytes, Body(media_type="text/plain", description="The dump's text.")],
-    name: Annotated[str | None, Query(max_length=48, description="Default: from the CPU model name.")] = None,
+    dump: Annotated[
+        bytes,
+        Body(
+            media_type="text/plain",
+            description="The dump's text (not only white space).",
+            json_schema_extra={"minLength": 1, "pattern": NOT_BLANK_PATTERN},
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        Query(
+            max_length=48,
+            description="Default: from the CPU model name.",
+            json_schema_extra={"pattern": service.NAME_PATTERN.pattern},
+        ),
+    ] = None,
     title: Annotated[str, Query(max_length=200)] = "",
 ) -> Response:
     """A machine's sysfs dump (what `idlelab collect` or the README's `grep` writes) as the body,
