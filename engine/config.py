@@ -28,6 +28,7 @@ from pydantic import (
 from engine.governors import releases
 from engine.load_config import MAX_LOAD_CLASSES, LoadClass
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
+from engine.repeats import SEED_MAX
 from engine.table_rules import CostsConfig, PowerConfig, irq_enable_refusal, table_errors
 from engine.text_schema import no_nul_strings
 
@@ -328,7 +329,9 @@ class SimConfig(_Model):
     platform_table: Platform | None = Field(
         default=None, description="The resolved table for a custom platform (filled in by the service)."
     )
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    # OpenAPI documents print bounds as floats, and 2**63 - 1 rounds up to 2**63 there: "below
+    # 2**63" (exact as a float) says the bound exactly.
+    seed: Annotated[int, Field(ge=0, le=SEED_MAX, json_schema_extra={"exclusiveMaximum": SEED_MAX + 1})] = 1
     duration_ms: Annotated[float, Field(ge=MIN_DURATION_MS, le=MAX_DURATION_MS)] = 1000.0
     topology: Topology = Field(default_factory=Topology)
     governor: GovernorConfig = Field(default_factory=GovernorConfig)

@@ -481,12 +481,14 @@ class Edge:
 def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
     """The methods of every route whose path matches the request's (included routers' routes
     too). Starlette's router answers 405 from the first route whose path matches, naming only its
-    methods; a path served by a GET route and a DELETE route allows both."""
-    methods: set[str] = set()
+    methods; a path served by a GET route and a DELETE route allows both. As OpenAPI matches paths,
+    a concrete one (`/api/platforms/import`) comes before a templated one (`/api/platforms/{name}`):
+    only the routes with the fewest path parameters count."""
+    matching: dict[int, set[str]] = {}
     for route in iter_route_contexts(routes):
         if route.methods and route.matches(scope)[0] is not Match.NONE:
-            methods.update(route.methods)
-    return sorted(methods)
+            matching.setdefault(len(getattr(route, "param_convertors", {})), set()).update(route.methods)
+    return sorted(matching[min(matching)]) if matching else []
 
 
 async def method_not_allowed(request: Request, exc: Exception) -> Response:

@@ -60,7 +60,9 @@ class FitCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = Field(
+    seed: Annotated[
+        int, Field(ge=0, le=MAX_SEED, json_schema_extra={"exclusiveMaximum": MAX_SEED + 1})
+    ] = Field(
         default=1, description="The fit's seed: the same seed gives the same config and distance."
     )
     budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = Field(
