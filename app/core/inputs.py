@@ -18,6 +18,8 @@ from engine import SimConfig
 from engine.text_schema import NO_NUL_PATTERN, no_nul_strings
 
 __all__ = ["NO_NUL_PATTERN", "no_nul_strings"]
+# A text query parameter's schema, as `check_inputs` refuses U+0000 in any.
+TEXT = {"pattern": NO_NUL_PATTERN}
 
 # `new_id()`'s alphabet (URL-safe base64), up to the id columns' width.
 ID_CHARS = r"[A-Za-z0-9_-]{1,24}"

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from app.core.deps import SessionDep
 from app.core.errors import ERROR_RESPONSES
-from app.core.inputs import MAX_OFFSET
+from app.core.inputs import MAX_OFFSET, TEXT
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
 from app.fits import service
@@ -48,7 +48,9 @@ def create_fit(
 @router.get("/fits", response_model=FitList, responses=ERROR_RESPONSES)
 def list_fits(
     session: SessionDep,
-    platform: Annotated[str | None, Query(max_length=64, description="Only this platform's fits.")] = None,
+    platform: Annotated[
+        str | None, Query(max_length=64, description="Only this platform's fits.", json_schema_extra=TEXT)
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.core.deps import SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES
-from app.core.inputs import no_nul_strings
+from app.core.inputs import TEXT, no_nul_strings
 from app.core.tokens import authorized
 from app.core.web import MAX_UPLOAD_FIELDS, absolute, json_response, read_upload
 from app.measurements import service, store
@@ -46,9 +46,11 @@ async def create_measurement(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
-    title: Annotated[str, Query(max_length=200)] = "",
+    title: Annotated[str, Query(max_length=200, json_schema_extra=TEXT)] = "",
     unlisted: bool = False,
-    filename: Annotated[str | None, Query(max_length=200, description="The body's file name.")] = None,
+    filename: Annotated[
+        str | None, Query(max_length=200, description="The body's file name.", json_schema_extra=TEXT)
+    ] = None,
 ) -> Response:
     """Import a measurement: a wult raw result (`datapoints.csv` and `info.yml` as two multipart
     files, or one zip/tar of the result directory) or turbostat output (multipart, or the body as

@@ -9,6 +9,7 @@ from fastapi.responses import Response
 
 from app.core.deps import SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, InvalidInput
+from app.core.inputs import TEXT
 from app.core.web import json_response
 from app.platforms import service
 from app.platforms.service import PlatformCreate, PlatformList, PlatformRead
@@ -65,7 +66,7 @@ def import_platform(
             json_schema_extra={"pattern": service.NAME_PATTERN.pattern},
         ),
     ] = None,
-    title: Annotated[str, Query(max_length=200)] = "",
+    title: Annotated[str, Query(max_length=200, json_schema_extra=TEXT)] = "",
 ) -> Response:
     """A machine's sysfs dump (what `idlelab collect` or the README's `grep` writes) as the body,
     `text/plain`: stored as a custom platform. The answer says what was recognised (equal to, a

@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from app import charts
 from app.core.deps import DbDep, RunEventsDep, SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, NotFound
-from app.core.inputs import MAX_OFFSET
+from app.core.inputs import MAX_OFFSET, TEXT
 from app.core.models import FINISHED
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
@@ -68,13 +68,16 @@ async def create_run(
 def list_runs(
     db: DbDep,
     run_lists: ListCacheDep,
-    platform: Annotated[str | None, Query(max_length=64)] = None,
-    governor: Annotated[str | None, Query(max_length=32)] = None,
-    mechanism: Annotated[str | None, Query(max_length=32)] = None,
+    platform: Annotated[str | None, Query(max_length=64, json_schema_extra=TEXT)] = None,
+    governor: Annotated[str | None, Query(max_length=32, json_schema_extra=TEXT)] = None,
+    mechanism: Annotated[str | None, Query(max_length=32, json_schema_extra=TEXT)] = None,
     status: RunStatus | None = None,
-    q: Annotated[str | None, Query(max_length=200, description="Text in the title.")] = None,
+    q: Annotated[
+        str | None, Query(max_length=200, description="Text in the title.", json_schema_extra=TEXT)
+    ] = None,
     sweep: Annotated[
-        str | None, Query(max_length=24, description="A sweep's points (hidden otherwise).")
+        str | None,
+        Query(max_length=24, description="A sweep's points (hidden otherwise).", json_schema_extra=TEXT),
     ] = None,
     sort: Annotated[
         str,
