@@ -90,6 +90,10 @@ def _bounds(model: type[BaseModel], name: str) -> tuple[float, float]:
     return float(low or 0.0), float(high)
 
 
+# What a table's power figures may be: what a config's override of them takes.
+POWER_RANGE = _bounds(PowerConfig, "busy_watts")
+
+
 def _param_errors(value: float, low: float, high: float, loc: list[str | int]) -> list[dict[str, object]]:
     if math.isfinite(value) and low <= value <= high:
         return []
@@ -108,7 +112,7 @@ def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object
     for name in CostsConfig.model_fields:
         low, high = _bounds(CostsConfig, name)
         errors += _param_errors(table.costs.param(name).value, low, high, [*loc, "costs", name, "value"])
-    watts = _bounds(PowerConfig, "busy_watts")
+    watts = POWER_RANGE
     errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
     for i, s in enumerate(table.states):
         at = [*loc, "states", i]

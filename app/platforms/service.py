@@ -38,8 +38,8 @@ from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
 from engine.config import GovernorName, config_errors, unknown_platform_message
 from engine.intel_idle_table import TableStringError, apply_table_string, table_string
-from engine.platforms import KNOWN_FLAGS
-from engine.table_rules import CPUIDLE_DESC_LEN, table_errors
+from engine.platforms import KNOWN_FLAGS, Param
+from engine.table_rules import CPUIDLE_DESC_LEN, MAX_ENTRY_COST_NS, POWER_RANGE, table_errors
 from engine.twin import CounterError, MachineCounters, unfit_reasons
 
 # The cost model's parameters as the platform page and the new-run form label them.
@@ -61,12 +61,27 @@ COST_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
+def _value_within(low: float, high: float) -> dict[str, Any]:
+    """A `Param` field's schema beside its `$ref`: the range `table_errors` holds its value to."""
+    return {"properties": {"value": {"minimum": low, "maximum": high}}}
+
+
 class CStateCreate(CState):
-    """A state as a custom table gives it: its `desc` bounded in the schema as the engine bounds it."""
+    """A state as a custom table gives it: its `desc` bounded in the schema as the engine bounds it,
+    and its cost and power within the ranges the engine holds a table to (`table_errors`)."""
 
     desc: Annotated[str, Field(max_length=CPUIDLE_DESC_LEN)] = ""
     flags: list[Annotated[str, Field(json_schema_extra={"enum": sorted(KNOWN_FLAGS)})]] = Field(
         default_factory=list, description="intel_idle's CPUIDLE_FLAG_* names (include/linux/cpuidle.h)."
+    )
+    entry_cost_ns: Param = Field(
+        default_factory=CState.model_fields["entry_cost_ns"].default_factory,
+        json_schema_extra=_value_within(0, MAX_ENTRY_COST_NS),
+    )
+    power_watts: Param = Field(
+        default_factory=CState.model_fields["power_watts"].default_factory,
+        description=CState.model_fields["power_watts"].description,
+        json_schema_extra=_value_within(*POWER_RANGE),
     )
 
 
