@@ -20,6 +20,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     model_serializer,
     model_validator,
 )
@@ -28,11 +29,20 @@ from engine.governors import releases
 from engine.layout import check_uneven_layout
 from engine.load_config import MAX_LOAD_CLASSES, LoadClass
 from engine.platforms import BUILTIN_PLATFORMS, HASH_EXEMPT, Platform
-from engine.table_rules import MIN_TSC_MHZ, CostsConfig, PowerConfig, irq_enable_refusal, table_errors
+from engine.repeats import SEED_MAX
+from engine.table_rules import CostsConfig, PowerConfig, irq_enable_refusal, table_errors
+from engine.text_schema import no_nul_strings
 from engine.timer_interval import TimerInterval
 
 MAX_CPUS = 1024
 MAX_DURATION_MS = 60_000.0
+# Shortest run: one microsecond (shorter rounds to no simulated time at all).
+MIN_DURATION_MS = 0.001
+# Longest PM QoS limit: 10 s (beyond it the limit is no limit, and its nanoseconds overflow).
+MAX_LATENCY_LIMIT_US = 10_000_000.0
+# Shortest timer period: the clock counts nanoseconds.
+MIN_PERIOD_US = 0.001
+MAX_PLATFORM_NAME = 64
 # The kernel preallocates per-event sample arrays: this bounds memory (about 60 bytes per event).
 MAX_EXPECTED_EVENTS = 20_000_000
 
@@ -47,7 +57,7 @@ PackageLimit = Literal["PC0", "PC2", "PC3", "PC6", "PC7", "PC8", "PC9", "PC10", 
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
 
 class Topology(_Model):
@@ -112,6 +122,10 @@ class Topology(_Model):
     )
 
 
+# Every name `governor.kernel` takes for some governor (`releases.known_names`), as the schema's enum.
+KERNEL_NAMES = list(dict.fromkeys(n for g in releases.KERNEL_GOVERNORS for n in releases.known_names(g)))
+
+
 class GovernorConfig(_Model):
     """The cpuidle governor. `fixed` always asks for `fixed_state` (the C1-only experiments)."""
 
@@ -119,12 +133,15 @@ class GovernorConfig(_Model):
     fixed_state: str | None = Field(
         default=None, description="State name for the `fixed` governor (default: deepest enabled)."
     )
-    kernel: str | None = Field(
+    kernel: Annotated[
+        str, WithJsonSchema({"type": "string", "enum": KERNEL_NAMES})
+    ] | None = Field(
         default=None,
         description=(
             "The kernel the governor follows: a mainline tag (v6.6, v6.12, v6.18, v6.19; v7.0-rcN as "
             "prereleases), a stable point release (v6.12.60), or a commit (12 hex digits). Default: "
-            "the newest released tag modelled for the governor. Not for oracle and fixed."
+            "the newest released tag modelled for the governor. Not for oracle and fixed; ladder and "
+            "haltpoll take tags only. A commit may be abbreviated to 7 or more hex digits."
         ),
         max_length=40,
     )
@@ -155,7 +172,7 @@ class StatesConfig(_Model):
         default_factory=dict,
         description="Per-state override of CPUIDLE_FLAG_IRQ_ENABLE (enter with interrupts enabled).",
     )
-    latency_limit_us: Annotated[float | None, Field(ge=0)] = Field(
+    latency_limit_us: Annotated[float | None, Field(ge=0, le=MAX_LATENCY_LIMIT_US)] = Field(
         default=None, description="PM QoS CPU latency limit in microseconds (0 = POLL only); none if unset."
     )
 
@@ -198,7 +215,7 @@ class TickConfig(_Model):
 class TimerSource(_Model):
     """A cyclictest-like periodic timer: a thread sleeps until each expiry, then runs `work_us`."""
 
-    period_us: Annotated[float, Field(gt=0, le=10_000_000)] = 1000.0
+    period_us: Annotated[float, Field(ge=MIN_PERIOD_US, le=10_000_000)] = 1000.0
     cpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
     handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
         default=0.5, description="hrtimer interrupt handler time, including the task wake-up (estimate)."
@@ -339,13 +356,17 @@ class SimConfig(_Model):
     """One simulation run. Every field has a default; `{}` is the default run."""
 
     platform: str = Field(
-        default="skx", description="Built-in table name (skx, icx, wsm, ...) or a custom id."
+        default="skx",
+        max_length=MAX_PLATFORM_NAME,
+        description="Built-in table name (skx, icx, wsm, ...) or a custom id.",
     )
     platform_table: Platform | None = Field(
         default=None, description="The resolved table for a custom platform (filled in by the service)."
     )
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
-    duration_ms: Annotated[float, Field(gt=0, le=MAX_DURATION_MS)] = 1000.0
+    # OpenAPI documents print bounds as floats, and 2**63 - 1 rounds up to 2**63 there: "below
+    # 2**63" (exact as a float) says the bound exactly.
+    seed: Annotated[int, Field(ge=0, le=SEED_MAX, json_schema_extra={"exclusiveMaximum": SEED_MAX + 1})] = 1
+    duration_ms: Annotated[float, Field(ge=MIN_DURATION_MS, le=MAX_DURATION_MS)] = 1000.0
     topology: Topology = Field(default_factory=Topology)
     governor: GovernorConfig = Field(default_factory=GovernorConfig)
     states: StatesConfig = Field(default_factory=StatesConfig)
@@ -475,31 +496,18 @@ class SimConfig(_Model):
         def refuse(loc: list[str | int], msg: str) -> None:
             errors.append({"loc": loc, "msg": msg, "type": "value_error"})
 
-        if len(self.platform) > 64:
-            refuse(["platform"], "at most 64 characters")
-        if self.duration_ms < MIN_DURATION_MS:
-            refuse(["duration_ms"], f"must be at least {MIN_DURATION_MS} (1 us), got {self.duration_ms!r}")
+        # Bounds of one field (the duration, a period, the latency limit, tsc_mhz) are the fields'
+        # own (`Field`), so the API's schema states them; a drawn interval's mean depends on two.
         for i, timer in enumerate(self.wakeups.timers):
-            if timer.period_us * 1000 < 1:
-                refuse(
-                    ["wakeups", "timers", i, "period_us"],
-                    "must be at least 0.001 (the clock counts nanoseconds)",
-                )
             if timer.interval is not None and timer.interval.mean_us() * 1000 < 1:
                 refuse(
                     ["wakeups", "timers", i, "interval"],
                     "its mean (rearm_after_us plus the drawn distance) must be at least 0.001 us",
                 )
-        limit = self.states.latency_limit_us
-        if limit is not None and limit > MAX_LATENCY_LIMIT_US:
-            refuse(["states", "latency_limit_us"], f"must be at most {MAX_LATENCY_LIMIT_US:g}, got {limit!r}")
         if self.governor.fixed_state is not None and self.governor.name != "fixed":
             refuse(
                 ["governor", "fixed_state"], f"only the fixed governor takes it, not {self.governor.name!r}"
             )
-        tsc = self.costs.tsc_mhz
-        if tsc is not None and tsc < MIN_TSC_MHZ:
-            refuse(["costs", "tsc_mhz"], f"must be at least {MIN_TSC_MHZ:g}, got {tsc!r}")
         if self.platform_table is not None:
             errors += table_errors(self.platform_table, ["platform_table"])
         return errors
@@ -611,12 +619,6 @@ class SimConfig(_Model):
             table = _builtin_json(self.platform)
             blob = blob.replace('"platform_table":null', f'"platform_table":{table}', 1)
         return hashlib.sha256(blob.encode()).hexdigest()
-
-
-# Shortest run: one microsecond (shorter rounds to no simulated time at all).
-MIN_DURATION_MS = 0.001
-# Longest PM QoS limit: 10 s (beyond it the limit is no limit, and its nanoseconds overflow).
-MAX_LATENCY_LIMIT_US = 10_000_000.0
 
 
 def _canonical(data: object) -> str:

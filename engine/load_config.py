@@ -9,9 +9,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.text_schema import no_nul_strings
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
 
 # What real idle servers show and independent Poisson streams cannot (DESIGN 7, "Twins"): long

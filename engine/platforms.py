@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.text_schema import no_nul_strings
+
 # `firmware`: a value the platform firmware reports (ACPI _CST), neither measured nor a kernel table.
 Kind = Literal["kernel", "published", "measured", "firmware", "calibrated", "estimate"]
 
@@ -50,7 +52,7 @@ def _unset(value: object) -> bool:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
 
 class Param(_Model):

@@ -12,16 +12,22 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.platforms import Platform
+from engine.text_schema import no_nul_strings
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
+
+
+# A TSC slower than 1 MHz, or an idle entry costing more than 10 ms, is a typo, not a platform.
+MIN_TSC_MHZ = 1.0
+MAX_ENTRY_COST_NS = 10_000_000.0
 
 
 class CostsConfig(_Model):
     """Overrides of the platform's cost model (see `Platform.costs`); unset fields keep the platform's."""
 
-    tsc_mhz: Annotated[float | None, Field(gt=0, le=10_000)] = None
+    tsc_mhz: Annotated[float | None, Field(ge=MIN_TSC_MHZ, le=10_000)] = None
     line_same_socket_ns: Annotated[float | None, Field(ge=0, le=10_000)] = None
     line_other_socket_ns: Annotated[float | None, Field(ge=0, le=10_000)] = None
     call_setup_cycles: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
@@ -54,9 +60,6 @@ class PowerConfig(_Model):
     )
 
 
-# A TSC slower than 1 MHz, or an idle entry costing more than 10 ms, is a typo, not a platform.
-MIN_TSC_MHZ = 1.0
-MAX_ENTRY_COST_NS = 10_000_000.0
 MAX_STATES = 32
 # struct cpuidle_state's name[CPUIDLE_NAME_LEN] and desc[CPUIDLE_DESC_LEN] (include/linux/cpuidle.h,
 # 16 and 32 since cpuidle began): a custom state's name and desc are bounded as the kernel's are.
@@ -87,6 +90,10 @@ def _bounds(model: type[BaseModel], name: str) -> tuple[float, float]:
     return float(low or 0.0), float(high)
 
 
+# What a table's power figures may be: what a config's override of them takes.
+POWER_RANGE = _bounds(PowerConfig, "busy_watts")
+
+
 def _param_errors(value: float, low: float, high: float, loc: list[str | int]) -> list[dict[str, object]]:
     if math.isfinite(value) and low <= value <= high:
         return []
@@ -104,9 +111,8 @@ def table_errors(table: Platform, loc: list[str | int]) -> list[dict[str, object
     errors = []
     for name in CostsConfig.model_fields:
         low, high = _bounds(CostsConfig, name)
-        low = max(low, MIN_TSC_MHZ) if name == "tsc_mhz" else low
         errors += _param_errors(table.costs.param(name).value, low, high, [*loc, "costs", name, "value"])
-    watts = _bounds(PowerConfig, "busy_watts")
+    watts = POWER_RANGE
     errors += _param_errors(table.busy_watts.value, *watts, [*loc, "busy_watts", "value"])
     for i, s in enumerate(table.states):
         at = [*loc, "states", i]

@@ -14,18 +14,22 @@ from app.compare import exports, service
 from app.compare.service import MAX_COMPARE, Comparison
 from app.core.deps import SessionDep
 from app.core.errors import ERROR_RESPONSES
+from app.core.inputs import ID_CHARS, ID_PATTERN
 from app.core.web import absolute, json_response, require_json
 from app.runs.lifecycle import RunSpec, SubmitterDep
 from app.runs.service import load_run_view
 from engine import SimConfig
 from engine.repeats import MAX_REPEATS, MIN_REPEATS
 
+IDS_PATTERN = f"^[, ]*{ID_CHARS}([, ]+{ID_CHARS}){{1,{MAX_COMPARE - 1}}}[, ]*$"
 router = APIRouter(prefix="/api", tags=["runs"])
 IdsQuery = Annotated[
     str,
     Query(
         max_length=MAX_COMPARE * 25,
         description="2 to 8 run ids, comma-separated; changes are against the first.",
+        # Ids separated by commas or spaces; that they differ (a repeat counts once) the server checks.
+        json_schema_extra={"pattern": IDS_PATTERN},
     ),
 ]
 Repeats = Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)]
@@ -102,7 +106,12 @@ class CompareAgain(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ids: Annotated[list[str], Field(min_length=2, max_length=MAX_COMPARE)]
+    ids: Annotated[
+        list[Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]],
+        Field(
+            min_length=2, max_length=MAX_COMPARE, description="A repeat counts once: 2 to 8 different ids."
+        ),
+    ]
     repeats: Repeats = 10
 
 

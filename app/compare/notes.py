@@ -18,6 +18,8 @@ from urllib.parse import quote
 FIELD = "note"
 MAX_NOTE_CHARS = 2000
 ALLOWED_CONTROLS = frozenset("\n\t")
+# The same as a JSON Schema pattern: no control character (Unicode category Cc) but those.
+NOTE_PATTERN = "^[^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]*$"
 COMMIT_URL = "https://git.kernel.org/torvalds/c/"
 MESSAGE_ID_URL = "https://lore.kernel.org/r/"
 LINK_REL = "noopener nofollow"

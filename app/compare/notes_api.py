@@ -9,11 +9,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.compare.notes import NoteError, render_note, validate_note
+from app.compare.notes import MAX_NOTE_CHARS, NOTE_PATTERN, NoteError, render_note, validate_note
 from app.core.deps import SessionDep
 from app.core.errors import ERROR_RESPONSES, InvalidInput, NotFound
 from app.core.inputs import check_id
@@ -37,7 +37,10 @@ class NoteWrite(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str
+    text: str = Field(
+        description="At most 2,000 characters; no control character but newline and tab.",
+        json_schema_extra={"maxLength": MAX_NOTE_CHARS, "pattern": NOTE_PATTERN},
+    )
 
 
 def _singular(kind: str) -> str:

@@ -11,11 +11,22 @@ from typing import Any
 
 import orjson
 from fastapi import Request
+from pydantic import GetJsonSchemaHandler
 
 from app.core.errors import InvalidInput, NotFound, echo
+from engine import SimConfig
+from engine.text_schema import NO_NUL_PATTERN, no_nul_strings
+
+__all__ = ["NO_NUL_PATTERN", "no_nul_strings"]
+# A text query parameter's schema, as `check_inputs` refuses U+0000 in any.
+TEXT = {"pattern": NO_NUL_PATTERN}
 
 # `new_id()`'s alphabet (URL-safe base64), up to the id columns' width.
-ID_RE = re.compile(r"[A-Za-z0-9_-]{1,24}")
+ID_CHARS = r"[A-Za-z0-9_-]{1,24}"
+ID_RE = re.compile(ID_CHARS)
+# As OpenAPI says it (JSON Schema patterns are not anchored).
+ID_PATTERN = f"^{ID_CHARS}$"
+
 # Built-in names (`adl_l`, `default_idle`) and custom ones (lower case, digits, - and _), up to
 # the name column's width.
 PLATFORM_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -24,6 +35,15 @@ MAX_PAGE = 10**6
 
 # Path parameters that name a stored object, and what a 404 calls them.
 ID_PARAMS = {"run_id": "run", "sweep_id": "sweep", "measurement_id": "measurement"}
+
+
+class SimConfigSchema:
+    """Annotates a body field kept as the JSON it was sent (a sweep's base, a what-if's changes)
+    that the server validates as a (partial) `SimConfig`: the schema says so."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        return handler(SimConfig.__pydantic_core_schema__)
 
 
 def is_id(value: str) -> bool:

@@ -216,6 +216,8 @@ class Upload:
 
 
 MAX_UPLOAD_FILES = 4
+# Text fields (`title`, `unlisted`...) a form may hold besides its files.
+MAX_UPLOAD_FIELDS = 8
 
 
 async def read_upload(request: Request, limit: int, *, filename: str | None = None) -> Upload:
@@ -226,7 +228,8 @@ async def read_upload(request: Request, limit: int, *, filename: str | None = No
         return Upload(files={filename or "upload": await request.body()}, fields={})
     files: dict[str, bytes] = {}
     fields: dict[str, str] = {}
-    async with request.form(max_files=MAX_UPLOAD_FILES, max_fields=8, max_part_size=limit) as form:
+    form_limits = {"max_files": MAX_UPLOAD_FILES, "max_fields": MAX_UPLOAD_FIELDS, "max_part_size": limit}
+    async with request.form(**form_limits) as form:
         for key, value in form.multi_items():
             if not isinstance(value, UploadFile):
                 fields[key] = value
@@ -478,12 +481,14 @@ class Edge:
 def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
     """The methods of every route whose path matches the request's (included routers' routes
     too). Starlette's router answers 405 from the first route whose path matches, naming only its
-    methods; a path served by a GET route and a DELETE route allows both."""
-    methods: set[str] = set()
+    methods; a path served by a GET route and a DELETE route allows both. As OpenAPI matches paths,
+    a concrete one (`/api/platforms/import`) comes before a templated one (`/api/platforms/{name}`):
+    only the routes with the fewest path parameters count."""
+    matching: dict[int, set[str]] = {}
     for route in iter_route_contexts(routes):
         if route.methods and route.matches(scope)[0] is not Match.NONE:
-            methods.update(route.methods)
-    return sorted(methods)
+            matching.setdefault(len(getattr(route, "param_convertors", {})), set()).update(route.methods)
+    return sorted(matching[min(matching)]) if matching else []
 
 
 async def method_not_allowed(request: Request, exc: Exception) -> Response:

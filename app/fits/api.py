@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from app.core.deps import SessionDep
 from app.core.errors import ERROR_RESPONSES
-from app.core.inputs import MAX_OFFSET
+from app.core.inputs import MAX_OFFSET, TEXT
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
 from app.fits import service
@@ -34,7 +34,7 @@ def create_fit(
     name: str,
     session: SessionDep,
     runner: FitRunnerDep,
-    body: Annotated[FitCreate, Body(default_factory=FitCreate)],
+    body: Annotated[FitCreate, Body(description="`{}`: every default.")],
 ) -> Response:
     """Fit a twin to an imported machine's counters (`{"seed"?, "budget"?, "cpus"?, "unlisted"?}`):
     202 with its id, link and delete token (shown once). A platform without counters, counters
@@ -48,7 +48,9 @@ def create_fit(
 @router.get("/fits", response_model=FitList, responses=ERROR_RESPONSES)
 def list_fits(
     session: SessionDep,
-    platform: Annotated[str | None, Query(max_length=64, description="Only this platform's fits.")] = None,
+    platform: Annotated[
+        str | None, Query(max_length=64, description="Only this platform's fits.", json_schema_extra=TEXT)
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:

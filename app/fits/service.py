@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from app.core.errors import Conflict, InvalidInput, NotFound
-from app.core.inputs import check_id
+from app.core.inputs import SimConfigSchema, check_id, no_nul_strings
 from app.core.models import Fit, utcnow
 from app.core.tokens import new_id, new_token
 from app.fits import store
@@ -60,7 +60,9 @@ class FitCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = Field(
+    seed: Annotated[
+        int, Field(ge=0, le=MAX_SEED, json_schema_extra={"exclusiveMaximum": MAX_SEED + 1})
+    ] = Field(
         default=1, description="The fit's seed: the same seed gives the same config and distance."
     )
     budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = Field(
@@ -76,9 +78,11 @@ class WhatIfCreate(BaseModel):
     """Body of `POST /api/fits/{id}/whatif`: changes to the twin's config, as a partial SimConfig
     (`{"governor": {"name": "teo"}, "states": {"disabled": ["C6"]}}`), merged into it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
-    changes: dict[str, Any] = Field(default_factory=dict, description="A partial SimConfig.")
+    changes: Annotated[dict[str, Any], SimConfigSchema] = Field(
+        default_factory=dict, description="A partial SimConfig."
+    )
     repeats: Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)] = Field(
         default=1, description="Seeds of the what-if run and of the twin's run beside it (repeats)."
     )

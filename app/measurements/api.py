@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session
 
 from app.core.deps import SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES
+from app.core.inputs import TEXT, no_nul_strings
 from app.core.tokens import authorized
-from app.core.web import absolute, json_response, read_upload
+from app.core.web import MAX_UPLOAD_FIELDS, absolute, json_response, read_upload
 from app.measurements import service, store
 from app.runs.lifecycle import Submitter, SubmitterDep
 from app.runs.service import run_path
@@ -30,7 +31,11 @@ router = APIRouter(prefix="/api", tags=["measurements"])
         "requestBody": {
             "required": True,
             "content": {
-                "multipart/form-data": {"schema": {"type": "object", "minProperties": 1}},
+                # Parts named as its fields: at most MAX_UPLOAD_FIELDS text fields (and 4 files,
+                # which a form's JSON Schema cannot tell from text).
+                "multipart/form-data": {
+                    "schema": {"type": "object", "minProperties": 1, "maxProperties": MAX_UPLOAD_FIELDS}
+                },
                 "text/plain": {"schema": {"type": "string", "minLength": 1}},
                 "application/zip": {"schema": {"type": "string", "format": "binary", "minLength": 1}},
             },
@@ -41,9 +46,11 @@ async def create_measurement(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
-    title: Annotated[str, Query(max_length=200)] = "",
+    title: Annotated[str, Query(max_length=200, json_schema_extra=TEXT)] = "",
     unlisted: bool = False,
-    filename: Annotated[str | None, Query(max_length=200, description="The body's file name.")] = None,
+    filename: Annotated[
+        str | None, Query(max_length=200, description="The body's file name.", json_schema_extra=TEXT)
+    ] = None,
 ) -> Response:
     """Import a measurement: a wult raw result (`datapoints.csv` and `info.yml` as two multipart
     files, or one zip/tar of the result directory) or turbostat output (multipart, or the body as
@@ -82,7 +89,7 @@ def delete_measurement(
 
 
 class SimulateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
     platform: Annotated[
         str | None, Field(max_length=64, description="Default: chosen from the measurement.")
@@ -124,7 +131,7 @@ def simulate_measurement(
 
 
 class CalibrateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
     platform: Annotated[str | None, Field(max_length=64, description="The table to start from.")] = None
     name: Annotated[str | None, Field(min_length=1, max_length=48, pattern=r"^[a-z0-9][a-z0-9_\-]*$")] = None

@@ -9,10 +9,13 @@ from fastapi.responses import Response
 
 from app.core.deps import SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, InvalidInput
+from app.core.inputs import TEXT
 from app.core.web import json_response
 from app.platforms import service
 from app.platforms.service import PlatformCreate, PlatformList, PlatformRead
 
+# Some character that is not ASCII white space (`bytes.strip()`'s).
+NOT_BLANK_PATTERN = "[^ \\t\\n\\r\\x0b\\x0c]"
 router = APIRouter(prefix="/api", tags=["platforms"])
 
 
@@ -47,9 +50,23 @@ def create_platform(body: PlatformCreate, session: SessionDep, settings: Setting
 def import_platform(
     session: SessionDep,
     settings: SettingsDep,
-    dump: Annotated[bytes, Body(media_type="text/plain", description="The dump's text.")],
-    name: Annotated[str | None, Query(max_length=48, description="Default: from the CPU model name.")] = None,
-    title: Annotated[str, Query(max_length=200)] = "",
+    dump: Annotated[
+        bytes,
+        Body(
+            media_type="text/plain",
+            description="The dump's text (not only white space).",
+            json_schema_extra={"minLength": 1, "pattern": NOT_BLANK_PATTERN},
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        Query(
+            max_length=48,
+            description="Default: from the CPU model name.",
+            json_schema_extra={"pattern": service.NAME_PATTERN.pattern},
+        ),
+    ] = None,
+    title: Annotated[str, Query(max_length=200, json_schema_extra=TEXT)] = "",
 ) -> Response:
     """A machine's sysfs dump (what `idlelab collect` or the README's `grep` writes) as the body,
     `text/plain`: stored as a custom platform. The answer says what was recognised (equal to, a

@@ -10,6 +10,7 @@ stores (`import_dump`) and one builds the config that simulates the machine's ta
 
 from __future__ import annotations
 
+import copy
 import gzip
 import re
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
 
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.inputs import no_nul_strings
 from app.core.web import url_for
 from app.platforms import store
 from app.platforms.machine import (
@@ -36,7 +38,8 @@ from app.platforms.sysfs import DumpError, SysfsDump, Topology, parse_dump
 from engine import BUILTIN_PLATFORMS, CState, Platform, custom_platform, load_platform
 from engine.config import GovernorName, config_errors, unknown_platform_message
 from engine.intel_idle_table import TableStringError, apply_table_string, table_string
-from engine.table_rules import CPUIDLE_DESC_LEN, table_errors
+from engine.platforms import KNOWN_FLAGS, Param
+from engine.table_rules import CPUIDLE_DESC_LEN, MAX_ENTRY_COST_NS, POWER_RANGE, table_errors
 from engine.twin import CounterError, MachineCounters, unfit_reasons
 
 # The cost model's parameters as the platform page and the new-run form label them.
@@ -58,10 +61,28 @@ COST_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
+def _value_within(low: float, high: float) -> dict[str, Any]:
+    """A `Param` field's schema beside its `$ref`: the range `table_errors` holds its value to."""
+    return {"properties": {"value": {"minimum": low, "maximum": high}}}
+
+
 class CStateCreate(CState):
-    """A state as a custom table gives it: its `desc` bounded in the schema as the engine bounds it."""
+    """A state as a custom table gives it: its `desc` bounded in the schema as the engine bounds it,
+    and its cost and power within the ranges the engine holds a table to (`table_errors`)."""
 
     desc: Annotated[str, Field(max_length=CPUIDLE_DESC_LEN)] = ""
+    flags: list[Annotated[str, Field(json_schema_extra={"enum": sorted(KNOWN_FLAGS)})]] = Field(
+        default_factory=list, description="intel_idle's CPUIDLE_FLAG_* names (include/linux/cpuidle.h)."
+    )
+    entry_cost_ns: Param = Field(
+        default_factory=CState.model_fields["entry_cost_ns"].default_factory,
+        json_schema_extra=_value_within(0, MAX_ENTRY_COST_NS),
+    )
+    power_watts: Param = Field(
+        default_factory=CState.model_fields["power_watts"].default_factory,
+        description=CState.model_fields["power_watts"].description,
+        json_schema_extra=_value_within(*POWER_RANGE),
+    )
 
 
 # The body gives `states`, or `intel_idle_table` with `base`: one of the two, said in the schema.
@@ -83,6 +104,11 @@ _STATES_OR_STRING = {
 }
 
 
+def _platform_create_schema(schema: dict[str, Any], model: type | None = None) -> None:
+    schema.update(copy.deepcopy(_STATES_OR_STRING))
+    no_nul_strings(schema)
+
+
 class PlatformCreate(BaseModel):
     """Body of `POST /api/platforms`: a custom C-state table on a built-in platform's cost model,
     given as `states` or as an `intel_idle.table=` string on a `base` table.
@@ -93,7 +119,7 @@ class PlatformCreate(BaseModel):
     the kernel would ignore it, the 422 quotes the kernel's message.
     """
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_STATES_OR_STRING)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_platform_create_schema)
 
     name: Annotated[
         str,
@@ -116,7 +142,11 @@ class PlatformCreate(BaseModel):
         description="With `intel_idle_table`: the built-in intel_idle platform whose states it adjusts.",
         json_schema_extra={"enum": [*sorted(BUILTIN_PLATFORMS), None]},
     )
-    intel_idle_table: Annotated[str | None, Field(max_length=1024)] = Field(
+    # Empty, the kernel ignores it (the 422 quotes it): the schema says so; the rest of its parsing
+    # is the kernel's (`engine.intel_idle_table`), checked by the server.
+    intel_idle_table: Annotated[
+        str, Field(max_length=1024, json_schema_extra={"minLength": 1})
+    ] | None = Field(
         default=None,
         description="An `intel_idle.table=` value (`name:latency:residency`, comma-separated), e.g. "
         '"C1:1:1,C1E:4:4,C6:170:600", applied to `base` as the kernel applies it at boot.',

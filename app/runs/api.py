@@ -3,7 +3,7 @@ simulates a platform's table."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from app import charts
 from app.core.deps import DbDep, RunEventsDep, SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, NotFound
-from app.core.inputs import MAX_OFFSET
+from app.core.inputs import MAX_OFFSET, TEXT
 from app.core.models import FINISHED
 from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
@@ -39,12 +39,12 @@ async def create_run(
     submit: SubmitterDep,
     events: RunEventsDep,
     settings: SettingsDep,
-    body: Annotated[RunCreate, Body(default_factory=RunCreate)],
+    body: Annotated[RunCreate, Body(description="`{}`: the default run.")],
     wait: Annotated[
         bool, Query(description="Wait (bounded by IDLELAB_WAIT_TIMEOUT_S) for the run to finish.")
     ] = False,
 ) -> Response:
-    """Submit a run (`RunCreate`; an empty body is the default run). 202 with its id, share link
+    """Submit a run (`RunCreate`; `{}` is the default run). 202 with its id, share link
     and delete token (shown once).
 
     The run is committed as `queued` before this answers. With `?wait=true` the answer comes when
@@ -68,19 +68,28 @@ async def create_run(
 def list_runs(
     db: DbDep,
     run_lists: ListCacheDep,
-    platform: Annotated[str | None, Query(max_length=64)] = None,
-    governor: Annotated[str | None, Query(max_length=32)] = None,
-    mechanism: Annotated[str | None, Query(max_length=32)] = None,
+    platform: Annotated[str | None, Query(max_length=64, json_schema_extra=TEXT)] = None,
+    governor: Annotated[str | None, Query(max_length=32, json_schema_extra=TEXT)] = None,
+    mechanism: Annotated[str | None, Query(max_length=32, json_schema_extra=TEXT)] = None,
     status: RunStatus | None = None,
-    q: Annotated[str | None, Query(max_length=200, description="Text in the title.")] = None,
+    q: Annotated[
+        str | None, Query(max_length=200, description="Text in the title.", json_schema_extra=TEXT)
+    ] = None,
     sweep: Annotated[
-        str | None, Query(max_length=24, description="A sweep's points (hidden otherwise).")
+        str | None,
+        Query(max_length=24, description="A sweep's points (hidden otherwise).", json_schema_extra=TEXT),
     ] = None,
     sort: Annotated[
         str,
-        Query(max_length=64, description="A summary column (`-col` for descending); default newest first."),
+        Query(
+            max_length=64,
+            description="A summary column (`-col` for descending); default newest first.",
+            json_schema_extra={"enum": service.SORT_KEYS},
+        ),
     ] = "created_at",
-    order: Annotated[str | None, Query(description="`asc` or `desc`.")] = None,
+    order: Annotated[
+        Literal["asc", "desc"] | None, Query(description="Overrides `sort`'s direction.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:

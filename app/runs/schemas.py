@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, create_model, field_validator
 
+from app.core.inputs import no_nul_strings
 from app.core.models import LIST_COLUMNS, RUN_STATUSES, Run, UTCDateTime
 from engine import SimConfig, SimResult
 from engine.config import CUSTOM_PLATFORM_LATER
@@ -20,7 +21,7 @@ RunStatus = Literal[RUN_STATUSES]  # type: ignore[valid-type]
 class RunCreate(BaseModel):
     """Body of `POST /api/runs`. `{"config": {}}` (or `{}`) is the default run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
     config: SimConfig = Field(
         default_factory=SimConfig,

@@ -170,6 +170,10 @@ class RunListView:
         return orjson.dumps(body, option=orjson.OPT_NAIVE_UTC)
 
 
+# What `sort` takes: a sortable column, ascending, or with a leading minus, descending.
+SORT_KEYS = [*SORTABLE_COLUMNS, *(f"-{c}" for c in SORTABLE_COLUMNS)]
+
+
 def parse_sort(sort: str, order: str | None = None) -> tuple[str, bool]:
     """`sort=busy_share&order=asc`, or `sort=-busy_share` (leading minus: descending)."""
     descending = True

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.core import dotted
 from app.core.errors import InvalidInput, NotFound
+from app.core.inputs import SimConfigSchema, no_nul_strings
 from app.core.models import RESULT_SUMMARY_COLUMNS, RUN_STATUSES, Run, Sweep, utcnow
 from app.core.tokens import new_id, new_token
 from app.runs import lifecycle
@@ -42,10 +43,50 @@ LATENCY_METRIC = "wake_latency_p99_ns"
 ENERGY_METRIC = "energy_joules"
 
 
-class Axis(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _axis_paths() -> tuple[list[str], str]:
+    """What an axis path may be, as the schema says it: every field the default config has, through
+    nested sections (an enum), or (a pattern) a field the default config leaves out or a path into
+    a list or a map (`wakeups.timers.0.period_us`, `power.state_watts.C6`): whether that one leads
+    somewhere depends on the base, which the server checks."""
+    default = SimConfig().model_dump(mode="json")
+    fixed: list[str] = []
+    absent: list[str] = []
+    containers: list[str] = []
 
-    path: Annotated[str, Field(min_length=1, max_length=200, description="A config path: `governor.name`.")]
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, info in model.model_fields.items():
+            path = prefix + name
+            if path == "platform_table":
+                continue
+            kind = info.annotation
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                fixed.append(path)
+                walk(kind, path + ".")
+                continue
+            (fixed if dotted.has(default, path) else absent).append(path)
+            if any(c in repr(kind) for c in ("list", "dict")):
+                containers.append(path)
+
+    walk(SimConfig, "")
+    escape = lambda paths: "|".join(p.replace(".", "\\.") for p in paths)  # noqa: E731
+    return fixed, f"^(?:(?:{escape(absent)})|(?:{escape(containers)})\\.[^.\\x00]+(?:\\.[^.\\x00]+)*)$"
+
+
+AXIS_FIELDS, AXIS_PATTERN = _axis_paths()
+
+
+class Axis(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
+
+    path: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="A config path: `governor.name`, `wakeups.timers.0.period_us`.",
+            json_schema_extra={"anyOf": [{"enum": AXIS_FIELDS}, {"pattern": AXIS_PATTERN}]},
+        ),
+    ]
     values: Annotated[list[Any], Field(min_length=1, max_length=MAX_POINTS)]
 
 
@@ -53,10 +94,12 @@ class SweepCreate(BaseModel):
     """Body of `POST /api/sweeps`: points are the cartesian product of the axes' values (at most
     1,000), each an ordinary run of `base` with those values set."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=no_nul_strings)
 
     title: Annotated[str, Field(max_length=200)] = ""
-    base: dict[str, Any] = Field(default_factory=dict, description="A SimConfig (`{}`: the default run).")
+    base: Annotated[dict[str, Any], SimConfigSchema] = Field(
+        default_factory=dict, description="A SimConfig (`{}`: the default run)."
+    )
     axes: Annotated[list[Axis], Field(min_length=1, max_length=8)]
     unlisted: bool = Field(default=False, description="Only the sweep's link finds it and its points.")
     repeats: Annotated[int, Field(ge=MIN_REPEATS, le=MAX_REPEATS)] = Field(

@@ -25,7 +25,8 @@ def test_echo_cuts_after_64_characters() -> None:
         ("GET", f"/api/runs/x/charts/{BIG}", {}),
         ("GET", f"/static/{BIG}", {}),
         ("GET", f"/api/scenarios/{BIG}", {}),
-        ("POST", "/api/runs", {"json": {"config": {"platform": BIG}}}),
+        # (`platform` is bounded in the schema: over 64 characters it is refused unechoed.)
+        ("POST", "/api/runs", {"json": {"config": {"states": {"disabled": [BIG]}}}}),
         ("POST", "/api/runs", {"json": {"config": {BIG: 1}}}),
         (
             "POST",
