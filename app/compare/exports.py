@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any, Literal
 
 from app import charts
-from app.compare import measured_report, recreate, report, sides
+from app.compare import kernels, measured_report, recreate, report, sides
 from app.compare.service import CompareView, run_label
 from app.compare.snapshot import Section, Table, render_snapshot
 from app.core import dotted
@@ -70,6 +70,9 @@ def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool
     engines = dict.fromkeys(r["engine_version"] for r in view.results if r)
     versions = {"idlelab engine": " / ".join(engines)}
     render = report.render_text if fmt == "text" else report.render_markdown
+    axis = view.comparison.kernels
+    render_axis = kernels.render_text if fmt == "text" else kernels.render_markdown
+    by_kernel = "" if axis is None else "\n" + render_axis(axis)
     return (states + "\n" if states else "") + render(
         view.pairs,
         sides=report_sides,
@@ -79,7 +82,7 @@ def compare_report(view: CompareView, fmt: ReportFormat, *, link: str, all: bool
         versions=versions,
         warnings=[w.message for w in view.comparison.warnings],
         all=all,
-    )
+    ) + by_kernel
 
 
 def _side_labels(view: CompareView) -> tuple[list[str], list[str]]:

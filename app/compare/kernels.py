@@ -94,3 +94,51 @@ def kernel_axis(views: Sequence[RunView], results: Sequence[Mapping[str, Any] | 
         lambda m, k: _value(views[order[k]], ordered[k], m),
     )  # fmt: skip
     return KernelAxis(governor=governor, kernels=kernels, **read)
+
+
+# --- the axis in the pasted reports -------------------------------------------------------------
+
+
+def _change(axis: KernelAxis, step: Mapping[str, Any]) -> str:
+    unit = next((f["change_unit"] for f in axis.figures if f["key"] == step["figure"]), "%")
+    if step["change"] is None:
+        return "no figure changed"
+    return f"{step['figure']} {step['change']:+.1f}{' pp' if unit == 'pp' else '%'}"
+
+
+def _commit_lines(step: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(how it is cited, its link or "") for each commit between the step's two kernels."""
+    out = []
+    for kind, items in (("", step["commits"]["added"]), ("without ", step["commits"]["absent"])):
+        for c in items:
+            name = c["commit"] or c["release"]
+            out.append((f"{kind}{name} {c['subject']} ({c['release']})", c["link"] or ""))
+    return out
+
+
+def render_text(axis: KernelAxis) -> str:
+    """The kernel axis as plain text below the robot's table: the runs in history order, each step's
+    largest change (the largest step marked) and the commits between, each with its link."""
+    lines = [f"Kernel by kernel ({axis.governor}), in the merged history's order:"]
+    lines += [f"  {k.label}: {k.name}" + (f"  {k.link}" if k.link else "") for k in axis.kernels]
+    for i, step in enumerate(axis.steps):
+        mark = "  <- the largest change" if i == axis.largest_step else ""
+        lines.append(f"{step['from']} -> {step['to']}: {_change(axis, step)}{mark}")
+        lines += [f"    {text}" + (f"\n      {link}" if link else "") for text, link in _commit_lines(step)]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(axis: KernelAxis) -> str:
+    """The same for a GitHub issue: a list of steps, commits linked."""
+
+    def linked(text: str, link: str | None) -> str:
+        return f"[`{text}`]({link})" if link else f"`{text}`"
+
+    lines = [f"#### Kernel by kernel ({axis.governor})", ""]
+    lines.append(", ".join(f"{k.label}: {linked(k.name, k.link)}" for k in axis.kernels))
+    lines.append("")
+    for i, step in enumerate(axis.steps):
+        mark = " **(the largest change)**" if i == axis.largest_step else ""
+        lines.append(f"- `{step['from']}` → `{step['to']}`: {_change(axis, step)}{mark}")
+        lines += [f"  - {f'[{t}]({link})' if link else t}" for t, link in _commit_lines(step)]
+    return "\n".join(lines) + "\n"

@@ -69,3 +69,20 @@ def test_no_kernel_axis_unless_only_the_kernel_differs(app_client: Any) -> None:
     assert "Kernel by kernel" not in app_client.get("/compare", params={"ids": f"{a},{same}"}).text
     axis = app_client.get("/api/compare", params={"ids": f"{default},{a}"}).json()["kernels"]
     assert [k["name"] for k in axis["kernels"]] == ["v6.13", "v6.19"]
+
+
+def test_the_pasted_reports_carry_the_kernel_axis(app_client: Any) -> None:
+    ids = [done_run(app_client.app, _teo(k))[0] for k in ("v6.14", "v6.13")]
+    axis = app_client.get("/api/compare", params={"ids": ",".join(ids)}).json()["kernels"]
+    largest = axis["steps"][axis["largest_step"]]
+    text = app_client.get("/api/compare", params={"ids": ",".join(ids), "format": "text"}).text
+    assert "Kernel by kernel (teo), in the merged history's order:" in text
+    assert "v6.13 -> v6.14: " + largest["figure"] in text and "<- the largest change" in text
+    assert "16c8d7586c19 " in text and "/torvalds/linux.git/commit/?id=16c8d7586c19" in text
+    md = app_client.get("/api/compare", params={"ids": ",".join(ids), "format": "markdown"}).text
+    assert "#### Kernel by kernel (teo)" in md and "**(the largest change)**" in md
+    assert "](https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/commit/?id=16c8d7586c19)" in md
+    # Runs that differ in more than the kernel have no axis in their reports.
+    other = done_run(app_client.app, _teo("v6.13", seed=99))[0]
+    plain = app_client.get("/api/compare", params={"ids": f"{ids[0]},{other}", "format": "text"}).text
+    assert "Kernel by kernel" not in plain
