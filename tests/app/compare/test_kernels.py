@@ -81,7 +81,8 @@ def test_the_pasted_reports_carry_the_kernel_axis(app_client: Any) -> None:
     assert "16c8d7586c19 " in text and "/torvalds/linux.git/commit/?id=16c8d7586c19" in text
     md = app_client.get("/api/compare", params={"ids": ",".join(ids), "format": "markdown"}).text
     assert "#### Kernel by kernel (teo)" in md and "**(the largest change)**" in md
-    assert "](https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/commit/?id=16c8d7586c19)" in md
+    tree = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git"
+    assert f"]({tree}/commit/?id=16c8d7586c19)" in md
     # Runs that differ in more than the kernel have no axis in their reports.
     other = done_run(app_client.app, _teo("v6.13", seed=99))[0]
     plain = app_client.get("/api/compare", params={"ids": f"{ids[0]},{other}", "format": "text"}).text
