@@ -63,6 +63,7 @@ def dask_map(workers: int) -> Iterator[Map | None]:
         def map_fn(fn: Any, items: Any) -> Any:
             return client.map(fn, list(items), pure=False)
 
+        map_fn.client = client  # type: ignore[attr-defined]  # for the workers' CPU time
         yield map_fn
 
 

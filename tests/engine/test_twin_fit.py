@@ -287,3 +287,46 @@ def test_every_simulation_of_a_fit_goes_through_its_map(monkeypatch: pytest.Monk
     assert tasks[0] == "timed_simulation" and recorded.calls[0][1] == 1
     assert set(tasks[1:-1]) == {"evaluate_batch"} and tasks[-1] == "simulated_counters"
     assert recorded.calls[-1][1] >= 2  # cross-validation + at least one whole-machine run
+
+
+def test_a_generation_is_cut_into_even_tasks_without_the_refused_loads() -> None:
+    # A generation waits for its slowest task: the loads refused for their rate (no simulation)
+    # are answered without a task, and the simulations go out as a multiple of four tasks whose
+    # sizes differ by one at most.
+    from engine.twin.fit import OFF_RATE_DISTANCE, Problem, Term, _BatchedMap, off_rate_distance
+
+    rate = lambda hz: (Term(None, "entries_per_idle_s", hz),)  # noqa: E731
+    problem = Problem(
+        base={
+            "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
+            "wakeups": quiet_wakeups(1000),
+        },
+        classes=(1, 0, 0, 1),
+        n_classes=2,
+        state_names=("POLL", "C1", "C1E", "C6"),
+        class_terms=(rate(20.0), rate(100.0)),
+        class_weights=(0.5, 0.5),
+        class_rates_hz=(20.0, 100.0),
+    )
+    within = [0.5, 2.0, 1.0, 1.0, 5.0] + [0.0, 0.4, 1.0, 4.0] * 2  # a 100 ms hrtimer: 10/s
+    refused = [0.5, 2.0, 1.0, 1.0, 4.0] + [0.0, 0.4, 1.0, 4.0] * 2  # a 10 ms one: 100/s for 20/s
+    assert off_rate_distance(problem, within) is None
+    far = off_rate_distance(problem, refused)
+    assert far is not None and far > OFF_RATE_DISTANCE and far == evaluate(problem, refused)
+    sent: list[list[int]] = []
+
+    def fake_map(fn: Any, chunks: Any) -> list[list[float]]:
+        chunks = list(chunks)
+        sent.append([len(c) for c in chunks])
+        return [[float(len(c))] * len(c) for c in chunks]  # stands for evaluate_batch's distances
+
+    xs = [refused if i % 3 == 0 else within for i in range(23)]  # 8 refused, 15 simulated
+    out = _BatchedMap(fake_map, 5, problem)(evaluate, xs)
+    assert len(out) == 23 and [out[i] for i in range(0, 23, 3)] == [far] * 8
+    (sizes,) = sent
+    assert sum(sizes) == 15 and len(sizes) % 4 == 0 and max(sizes) - min(sizes) <= 1
+    sent.clear()
+    _BatchedMap(fake_map, 5, problem)(evaluate, [within] * 3)
+    assert sent == [[1, 1, 1]]  # fewer evaluations than four tasks: one each
+    sent.clear()
+    assert _BatchedMap(fake_map, 5, problem)(evaluate, [refused] * 2) == [far, far] and sent == []
