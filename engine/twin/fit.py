@@ -222,9 +222,10 @@ class Problem(NamedTuple):
     class_weights: tuple[float, ...]  # per class: its share of the machine's CPUs
     machine_terms: tuple[Term, ...] = ()  # the CPUs' figures all together
     class_rates_hz: tuple[float, ...] = ()  # per class, the whole machine's entries per idle second
+    polls: bool = True  # the load map has polling work
 
     def load_map(self) -> LoadMap:
-        return LoadMap(self.n_classes, self.class_rates_hz or None)
+        return LoadMap(self.n_classes, self.class_rates_hz or None, self.polls)
 
 
 def config_for(problem: Problem, x: Sequence[float]) -> SimConfig:
@@ -368,6 +369,7 @@ def fit_twin(
     budget: int = DEFAULT_BUDGET,
     cpus: int = DEFAULT_SAMPLE,
     max_classes: int = 3,
+    polls: bool = True,
     map: Map | None = None,  # noqa: A002 - the caller's map, as builtins.map takes its arguments
     progress: Progress | None = None,
 ) -> FitResult:
@@ -377,7 +379,8 @@ def fit_twin(
     `Executor.map`, or Dask's `client.map`, whose futures are waited for). `progress` gets a dict
     per generation (generation, evaluations, budget, best_distance, fraction); returning True
     stops the search there (the fit still finishes with what it has). `hz` is the machine's
-    CONFIG_HZ (None: the engine's default, `TickConfig.hz`). Raises CounterError for
+    CONFIG_HZ (None: the engine's default, `TickConfig.hz`). `polls` False fits the load without
+    polling work (`LoadMap`), as before it existed. Raises CounterError for
     counters that cannot be fitted and ValueError for options out of range.
     """
     from scipy import __version__ as scipy_version
@@ -464,6 +467,7 @@ def fit_twin(
             class_weights=weights,
             machine_terms=tuple(objective_terms(figures(counters[:, judged, :], names), disabled)),
             class_rates_hz=class_rates,
+            polls=polls,
         )
         return problem, repeats
 
