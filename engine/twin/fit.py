@@ -322,7 +322,7 @@ class _BatchedMap:
         self.task = functools.partial(evaluate_batch, problem)
 
     def __call__(self, func: Callable[[Any], float], xs: Iterable[Any]) -> list[float]:
-        items = [np.asarray(x, dtype=np.float64) for x in xs]
+        items: list[Any] = [np.asarray(x, dtype=np.float64) for x in xs]
         refused = [off_rate_distance(self.problem, x) for x in items]
         out = [OFF_RATE_DISTANCE if v is None else v for v in refused]
         todo = [i for i, v in enumerate(refused) if v is None]
