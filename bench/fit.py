@@ -10,7 +10,8 @@ processes (one thread each), cross-validation and the final whole-machine check 
   worst of `--repeats`, default 3; goal >= 1.6).
 - `cores_obtained_1`, `cores_obtained_2`: the CPU seconds the workers got per wall second of the
   fit, worst of the repeats (1.0 and 2.0 on an otherwise idle machine; less where other processes
-  take the cores: then two workers cannot be twice as fast as one).
+  take the cores: then two workers cannot be twice as fast as one); `fit_scaling_each` and
+  `cores_obtained_each` (one worker / two) give every repeat's.
 - `loadavg_1m`: the machine's load average when the fits ended (a shared machine slows them).
 - `engine_wakeups_per_s`: the engine's simulated wake-ups per wall second on the fitted config
   (the whole machine, the fit's check duration), in this process, best of three.
@@ -92,6 +93,9 @@ def main() -> None:
     print(f"goal_met: {fit.goal_met}")
     print(f"cross_validation_test_distance: {fit.cross_validation.distance_test:.3f}")
     print(f"fit_scaling_2_vs_1: {min(ratios):.2f}")
+    print("fit_scaling_each: " + " ".join(f"{r:.2f}" for r in ratios))
+    each = zip(cores[1], cores[2], strict=True)
+    print("cores_obtained_each: " + " ".join(f"{a:.2f}/{b:.2f}" for a, b in each))
     print(f"cores_obtained_1: {min(cores[1]):.2f}")
     print(f"cores_obtained_2: {min(cores[2]):.2f}")
     print(f"loadavg_1m: {load_1m:.2f}")
