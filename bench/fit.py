@@ -8,6 +8,10 @@ processes (one thread each), cross-validation and the final whole-machine check 
   `distance` (the final check's), `misses` (figures outside the goal), `goal_met`.
 - `fit_scaling_2_vs_1`: the same seed and budget on one worker against two (wall time ratio; the
   worst of `--repeats`, default 3; goal >= 1.6).
+- `cores_obtained_1`, `cores_obtained_2`: the CPU seconds the workers got per wall second of the
+  fit, worst of the repeats (1.0 and 2.0 on an otherwise idle machine; less where other processes
+  take the cores: then two workers cannot be twice as fast as one); `fit_scaling_each` and
+  `cores_obtained_each` (one worker / two) give every repeat's.
 - `loadavg_1m`: the machine's load average when the fits ended (a shared machine slows them).
 - `engine_wakeups_per_s`: the engine's simulated wake-ups per wall second on the fitted config
   (the whole machine, the fit's check duration), in this process, best of three.
@@ -33,13 +37,23 @@ from engine import SimConfig, simulate  # noqa: E402
 from engine.twin import FitResult, MachineCounters, fit_twin  # noqa: E402
 
 
+def _cpu_seconds() -> float:
+    return time.process_time()
+
+
 def timed_fit(
     measured: MachineCounters, options: dict[str, Any], workers: int, budget: int, seed: int
-) -> tuple[float, FitResult]:
+) -> tuple[float, float, FitResult]:
+    """The fit's wall seconds, the CPU seconds its workers got per wall second, the fit."""
     with dask_map(workers) as map_fn:
+        client = map_fn.client  # type: ignore[union-attr]
+        before = client.run(_cpu_seconds)
         t0 = time.perf_counter()
         fit = fit_twin(measured, seed=seed, budget=budget, map=map_fn, **options)
-        return time.perf_counter() - t0, fit
+        wall = time.perf_counter() - t0
+        after = client.run(_cpu_seconds)
+        cpu = sum(after[w] - before[w] for w in after)
+        return wall, cpu / wall, fit
 
 
 def main() -> None:
@@ -51,10 +65,13 @@ def main() -> None:
     _, measured, options = load_machine("sklep0")
     warm()
     ratios = []
+    cores: dict[int, list[float]] = {1: [], 2: []}
     first: tuple[float, FitResult] | None = None
     for _ in range(args.repeats):
-        two_s, fit_two = timed_fit(measured, options, 2, args.budget, args.seed)
-        one_s, fit_one = timed_fit(measured, options, 1, args.budget, args.seed)
+        two_s, cores_two, fit_two = timed_fit(measured, options, 2, args.budget, args.seed)
+        one_s, cores_one, fit_one = timed_fit(measured, options, 1, args.budget, args.seed)
+        cores[1].append(cores_one)
+        cores[2].append(cores_two)
         if fit_one.config != fit_two.config or fit_one.distance != fit_two.distance:
             raise SystemExit("the fit differs between one worker and two: not deterministic")
         ratios.append(one_s / two_s)
@@ -76,6 +93,11 @@ def main() -> None:
     print(f"goal_met: {fit.goal_met}")
     print(f"cross_validation_test_distance: {fit.cross_validation.distance_test:.3f}")
     print(f"fit_scaling_2_vs_1: {min(ratios):.2f}")
+    print("fit_scaling_each: " + " ".join(f"{r:.2f}" for r in ratios))
+    each = zip(cores[1], cores[2], strict=True)
+    print("cores_obtained_each: " + " ".join(f"{a:.2f}/{b:.2f}" for a, b in each))
+    print(f"cores_obtained_1: {min(cores[1]):.2f}")
+    print(f"cores_obtained_2: {min(cores[2]):.2f}")
     print(f"loadavg_1m: {load_1m:.2f}")
     print(f"engine_wakeups_per_s: {wakeups / best:.0f}")
 

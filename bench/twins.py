@@ -1,6 +1,6 @@
 """The twin's goal on the development machines (issue 21, section 4): fit each judged dump.
 
-Each of the six judged development dumps in tests/data/machines (all but icx2s3, whose counters
+Each of the six judged development dumps in app/fits/dev_machines (all but icx2s3, whose counters
 mix periods with states disabled: it is reported, not judged) is imported as the app imports it
 (its table recognised, its topology as the dump has it), fitted with a fixed seed and budget, and
 judged as the goal says: the fitted load re-run on the whole machine with a seed the fit never
@@ -8,7 +8,9 @@ used. Prints per machine `name: value` lines (`<machine>_distance`, `<machine>_m
 `<machine>_fit_s`, `<machine>_verdict`), then each miss, and a summary. The dumps hold no
 CONFIG_HZ: the fit uses the engine's default (HZ 1000), which the bench says.
 
-    python bench/twins.py [--budget 1500] [--seed 1] [--workers 2] [--only sklep0,emr9]
+    python bench/twins.py [--budget 1500] [--seed 1] [--workers 2] [--only sklep0,emr9] [--no-polls]
+
+`--no-polls` fits the load without polling work (the load map before it existed), for comparison.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from app.platforms.sysfs import SysfsDump, parse_dump  # noqa: E402
 from engine import SimConfig, simulate  # noqa: E402
 from engine.twin import FitResult, MachineCounters, Unfit, fit_twin, unfit_reasons  # noqa: E402
 
-MACHINES = Path(__file__).resolve().parent.parent / "tests" / "data" / "machines"
+MACHINES = Path(__file__).resolve().parent.parent / "app" / "fits" / "dev_machines"
 JUDGED = ("sklep0", "emr9", "srf8", "bdwep0", "adl0", "milan0")
 REPORTED = ("icx2s3",)
 WARM_LOAD = {"wakeups": {"load": [{"timers": [{"kind": "timer_wheel"}], "bursts": {}, "follow_ups": {}}]}}
@@ -63,6 +65,7 @@ def dask_map(workers: int) -> Iterator[Map | None]:
         def map_fn(fn: Any, items: Any) -> Any:
             return client.map(fn, list(items), pure=False)
 
+        map_fn.client = client  # type: ignore[attr-defined]  # for the workers' CPU time
         yield map_fn
 
 
@@ -81,11 +84,11 @@ def load_machine(name: str) -> tuple[SysfsDump, MachineCounters, dict[str, Any]]
 
 
 def fit_machine(
-    name: str, budget: int, seed: int, map_fn: Map | None
+    name: str, budget: int, seed: int, map_fn: Map | None, polls: bool = True
 ) -> tuple[float, FitResult, list[Unfit]]:
     _, measured, options = load_machine(name)
     t0 = time.perf_counter()
-    fit = fit_twin(measured, seed=seed, budget=budget, map=map_fn, **options)
+    fit = fit_twin(measured, seed=seed, budget=budget, map=map_fn, polls=polls, **options)
     return time.perf_counter() - t0, fit, unfit_reasons(measured)
 
 
@@ -113,17 +116,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (0: serial)")
     parser.add_argument("--only", default="", help="comma-separated machines (default: all seven)")
+    parser.add_argument("--no-polls", action="store_true", help="fit without polling work")
     args = parser.parse_args()
     names = [n for n in (*JUDGED, *REPORTED) if not args.only or n in args.only.split(",")]
     print(f"budget: {args.budget}")
     print(f"seed: {args.seed}")
+    print(f"polls: {not args.no_polls}")
     print("hz: 1000 (the dumps hold no CONFIG_HZ: the engine's default)")
     met = 0
     t_all = time.perf_counter()
     with dask_map(args.workers) as map_fn:
         warm()
         for name in names:
-            fit_s, fit, unfit = fit_machine(name, args.budget, args.seed, map_fn)
+            fit_s, fit, unfit = fit_machine(name, args.budget, args.seed, map_fn, not args.no_polls)
             report(name, fit_s, fit, unfit, name in JUDGED)
             met += int(fit.goal_met and name in JUDGED)
     judged = [n for n in names if n in JUDGED]

@@ -24,7 +24,15 @@ import numpy as np
 
 from engine.config import SimConfig
 from engine.jit import compiled
-from engine.load_config import MAX_LOAD_CLASSES, MAX_LOAD_TIMERS, BurstSource, FollowUps, LoadClass, LongTimer
+from engine.load_config import (
+    MAX_LOAD_CLASSES,
+    MAX_LOAD_TIMERS,
+    BurstSource,
+    FollowUps,
+    LoadClass,
+    LongTimer,
+    PollingWork,
+)
 from engine.streams import N_SOURCES, exponential, normal_quantile, stream_seeds, uniform
 
 # Per class: one stream per timer slot, then the bursts, the follow-ups and the run times.
@@ -33,6 +41,10 @@ _STREAM_FOLLOW = MAX_LOAD_TIMERS + 1
 _STREAM_RUN = MAX_LOAD_TIMERS + 2
 STREAMS_PER_CLASS = MAX_LOAD_TIMERS + 3
 N_LOAD_STREAMS = MAX_LOAD_CLASSES * STREAMS_PER_CLASS
+# Polling work (`LoadClass.polls`): one stream per class after all of the above (stream_seeds'
+# first words do not change when more are asked for, so the other streams stay as they were).
+_STREAM_POLLS = N_LOAD_STREAMS
+N_ALL_LOAD_STREAMS = N_LOAD_STREAMS + MAX_LOAD_CLASSES
 
 # kernel/time/timer.c: LVL_CLK_SHIFT = 3, LVL_BITS = 6; level n's buckets are LVL_GRAN(n) = 8^n
 # jiffies wide and hold timeouts from LVL_START(n) = 63 << 3(n-1) jiffies (calc_wheel_index()).
@@ -61,9 +73,9 @@ class LoadArrivals(NamedTuple):
 
 
 def load_seeds(seed: int, n_cpus: int) -> np.ndarray:
-    """The load's generators, shape (n_cpus, N_LOAD_STREAMS): class k's stream j is column
-    k * STREAMS_PER_CLASS + j."""
-    return stream_seeds(seed, n_cpus, N_SOURCES + N_LOAD_STREAMS)[:, N_SOURCES:]
+    """The load's generators, shape (n_cpus, N_ALL_LOAD_STREAMS): class k's stream j is column
+    k * STREAMS_PER_CLASS + j; its polling work's is column _STREAM_POLLS + k."""
+    return stream_seeds(seed, n_cpus, N_SOURCES + N_ALL_LOAD_STREAMS)[:, N_SOURCES:]
 
 
 def class_cpus(load_class: LoadClass, n_cpus: int) -> np.ndarray:
@@ -120,6 +132,8 @@ def draw_load(config: SimConfig, n_cpus: int, t_end: int) -> LoadArrivals:
         wake_cpu.append(np.repeat(np.arange(n_cpus, dtype=np.int64), np.diff(invisible_off)))
         wake_t.append(invisible_t)
         wake_work.append(work)
+        if load_class.polls is not None:  # after the class's other rows: they stay as they were
+            rows += _draw_polls(seeds[:, _STREAM_POLLS + k], mask, t_end, load_class.polls, jiffy_ns)
     if not wake_t:
         t, o = _empty(n_cpus)
         return LoadArrivals(rows, t, np.empty(0, dtype=np.int64), o)
@@ -194,6 +208,36 @@ def _draw_follow_ups(
     return _grow(fill, len(base_off) - 1, int((expected + 8.0 * np.sqrt(expected) + 32.0).sum()))
 
 
+def _draw_polls(
+    stream: np.ndarray, mask: np.ndarray, t_end: int, polls: PollingWork, jiffy_ns: int
+) -> list[TimerRow]:
+    """Polling work's two timer rows: the delayed work's timer (a timer-wheel timer) and the
+    sleeps between reads (hrtimers)."""
+    handler_ns = int(round(polls.handler_us * 1000))
+    work_ns = int(round(polls.work_us * 1000))
+    q = polls.sleeps_mean / (1.0 + polls.sleeps_mean)  # another sleep after a read
+    starts_room = _room(mask, t_end, 1e6 / (polls.period_us + polls.sleep_us))
+    sleeps_room = _room(mask, t_end, polls.expected_rate_hz())
+    while True:
+        starts = np.empty(starts_room, dtype=np.int64)
+        sleeps = np.empty(sleeps_room, dtype=np.int64)
+        starts_off = np.zeros(len(mask) + 1, dtype=np.int64)
+        sleeps_off = np.zeros(len(mask) + 1, dtype=np.int64)
+        done = _polls(
+            stream.copy(), mask, t_end, polls.period_us * 1000.0, polls.jitter, jiffy_ns,
+            int(round(polls.sleep_us * 1000)), handler_ns + work_ns, q,
+            starts, starts_off, sleeps, sleeps_off,
+        )  # fmt: skip
+        if done == 0:
+            break
+        starts_room *= 2 if done & 1 else 1
+        sleeps_room *= 2 if done & 2 else 1
+    return [
+        TimerRow(starts[: starts_off[-1]], starts_off, handler_ns, work_ns, True),
+        TimerRow(sleeps[: sleeps_off[-1]], sleeps_off, handler_ns, work_ns, False),
+    ]
+
+
 def _empty(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.empty(0, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
 
@@ -265,6 +309,77 @@ def _timers(
             t = nxt
     off[n] = k
     return True
+
+
+@compiled(inline=True)
+def _wheel_expiry(armed: int, gap: float, jiffy_ns: int) -> int:
+    """A timer-wheel timer armed at `armed` for `gap` ns: its expiry rounded up to its bucket
+    (calc_index(): `(expires >> LVL_SHIFT(lvl)) + 1`, shifted back)."""
+    delta = max(int(gap) // jiffy_ns, 1)
+    lvl = 0
+    while lvl < _LVL_DEPTH - 1 and delta >= (_LVL_SIZE - 1) << (lvl * _LVL_CLK_SHIFT):
+        lvl += 1
+    shift = lvl * _LVL_CLK_SHIFT
+    expires = armed // jiffy_ns + delta
+    return (((expires >> shift) + 1) << shift) * jiffy_ns
+
+
+@compiled()
+def _polls(
+    state: np.ndarray,
+    mask: np.ndarray,
+    t_end: int,
+    period_ns: float,
+    jitter: float,
+    jiffy_ns: int,
+    sleep_ns: int,
+    step_ns: int,
+    q: float,
+    starts: np.ndarray,
+    starts_off: np.ndarray,
+    sleeps: np.ndarray,
+    sleeps_off: np.ndarray,
+) -> int:
+    """Polling episodes on every masked CPU: the delayed work's expiry (the first at a uniform
+    phase of the period, then re-queued `period_ns` jittered after the episode's last read, on
+    the wheel), then sleeps of `sleep_ns` each `step_ns` after the previous expiry, one more with
+    probability q after each read. Returns 0, or which buffers were too small (1: starts,
+    2: sleeps, both bits for both)."""
+    n = state.shape[0]
+    k = 0
+    j = 0
+    full = 0
+    for c in range(n):
+        starts_off[c] = k
+        sleeps_off[c] = j
+        if not mask[c]:
+            continue
+        t = int(uniform(state, c) * period_ns)
+        while t < t_end:
+            if k >= starts.shape[0]:
+                full |= 1
+                break
+            starts[k] = t
+            k += 1
+            s = t
+            while uniform(state, c) < q:
+                s += step_ns + sleep_ns
+                if s >= t_end:
+                    break
+                if j >= sleeps.shape[0]:
+                    full |= 2
+                    break
+                sleeps[j] = s
+                j += 1
+            if full:
+                break
+            gap = period_ns * (1.0 + jitter * (2.0 * uniform(state, c) - 1.0))
+            t = _wheel_expiry(s + step_ns, gap, jiffy_ns)
+        if full:
+            break
+    starts_off[n] = k
+    sleeps_off[n] = j
+    return full
 
 
 @compiled()

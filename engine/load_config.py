@@ -5,9 +5,16 @@ arrivals are drawn by `engine.load`; this is only what a config may say.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from engine.text_schema import no_nul_strings
 
@@ -104,6 +111,52 @@ class RunTime(_Model):
     )
 
 
+class PollingWork(_Model):
+    """A kworker's delayed work that polls a device with short sleeps the governor sees.
+
+    Drivers wait for hardware with `read_poll_timeout()` (include/linux/iopoll.h): read, and
+    until the condition holds, `usleep_range((sleep_us >> 2) + 1, sleep_us)`, read again. The
+    sleep is an hrtimer (`usleep_range_state()` -> `schedule_hrtimeout_range()`, kernel/time/
+    sleep_timeout.c, kernel/time/timer.c before 6.13) whose hard expiry is the range's upper
+    bound; the clock event is programmed for it and `tick_nohz_get_sleep_length()` reports it,
+    so on an otherwise quiet CPU each sleep ends at `sleep_us` and the governor saw it coming:
+    short stays it predicts right. Such polls run from delayed work (`queue_delayed_work()`: a
+    timer-wheel timer) that re-queues itself `period_us` after each episode ends.
+
+    Each episode: the delayed work's timer fires, the work runs `work_us` (the first read), then
+    a geometric number of sleeps (mean `sleeps_mean`; each read meets the condition with
+    probability 1 / (1 + sleeps_mean)), each of `sleep_us` and followed by another read of
+    `work_us`. The expiries are drawn up front: a sleep starts `handler_us + work_us` after the
+    previous expiry (the exit latency of the idle state it ended is not added: the chain is a few
+    exit latencies early over an episode). Every figure is a load parameter, not a kernel fact.
+    """
+
+    period_us: Annotated[float, Field(ge=1_000, le=10_000_000)] = Field(
+        default=100_000.0, description="Delay from the end of an episode to the next one's start."
+    )
+    jitter: Annotated[float, Field(ge=0, le=0.9)] = Field(
+        default=0.1, description="Spread of the period, as a fraction of it (uniform)."
+    )
+    sleep_us: Annotated[float, Field(ge=1, le=20_000)] = Field(
+        default=100.0, description="read_poll_timeout()'s sleep_us: each sleep ends at it."
+    )
+    sleeps_mean: Annotated[float, Field(ge=0, le=1_000)] = Field(
+        default=10.0, description="Mean sleeps per episode (geometric)."
+    )
+    handler_us: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=1.0, description="Timer interrupt handler time (estimate)."
+    )
+    work_us: Annotated[float, Field(ge=0, le=1000)] = Field(
+        default=2.0, description="CPU time of each read (and of the work function's start)."
+    )
+
+    def expected_rate_hz(self) -> float:
+        """Wake-ups per second: each episode is its timer and its sleeps."""
+        step_us = self.handler_us + self.work_us
+        cycle_us = self.period_us + step_us + self.sleeps_mean * (self.sleep_us + step_us)
+        return 1e6 * (1.0 + self.sleeps_mean) / cycle_us
+
+
 class LoadClass(_Model):
     """A class of CPUs and the idle load they carry.
 
@@ -117,6 +170,18 @@ class LoadClass(_Model):
     bursts: BurstSource | None = None
     follow_ups: FollowUps | None = None
     run_time: RunTime = Field(default_factory=RunTime)
+    polls: PollingWork | None = Field(
+        default=None, description="Polling work with short governor-visible sleeps (off by default)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_polls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Without polls a class serialises as before they existed: its config's hash and every
+        # stored config stay byte-identical.
+        data: dict[str, Any] = handler(self)
+        if self.polls is None:
+            data.pop("polls", None)
+        return data
 
     def expected_rate_hz(self) -> float:
         """Mean wake-ups per second per CPU of the class (follow-ups included)."""
@@ -127,4 +192,6 @@ class LoadClass(_Model):
             rate += (b.quiet_rate_hz * quiet_s + b.burst_rate_hz * burst_s) / (quiet_s + burst_s)
         if self.follow_ups is not None:
             rate /= 1.0 - self.follow_ups.probability
+        if self.polls is not None:  # polls start no follow-ups
+            rate += self.polls.expected_rate_hz()
         return rate

@@ -1,7 +1,8 @@
 """The development machines' twins (`/validation/machines`): each real dump of
-`tests/data/machines/` imported as platform `dev-<name>` (by a POST, never a GET), fitted, and its
-newest finished twin shown against the measurement state by state, with its distance and the
-goal's verdict; what the twin misses is listed."""
+`app/fits/dev_machines/` (package data, so an installed app has them) imported as platform
+`dev-<name>` (by a POST, never a GET), fitted, and its newest finished twin shown against the
+measurement state by state, with its distance and the goal's verdict; what the twin misses is
+listed."""
 
 from __future__ import annotations
 
@@ -12,18 +13,18 @@ import orjson
 from sqlalchemy.orm import Session
 
 from app.core.errors import NotFound
-from app.core.settings import REPO_ROOT
 from app.fits import service, store
 from app.fits.service import FitCreate
 from app.platforms import service as platforms
 
-MACHINES_DIR = REPO_ROOT / "tests" / "data" / "machines"
+MACHINES_DIR = Path(__file__).resolve().parent / "dev_machines"  # package data: in the wheel too
 SUFFIX = "-sysfs.txt.gz"
 PREFIX = "dev-"
 # Reported, not judged (issue 21): its counters mix periods with C1E and C6 disabled (86% of idle
 # time in C1 with `below` 0, and those states enabled now), which no one load explains.
 NOT_JUDGED = {
-    "icx2s3": "its counters mix periods with C1E and C6 disabled and enabled (tests/data/machines/README.md)"
+    "icx2s3": "its counters mix periods with C1E and C6 disabled and enabled "
+    "(app/fits/dev_machines/README.md)"
 }
 FIGURES = ("entry_share", "time_share", "above_ratio", "below_ratio", "mean_stay_us")
 

@@ -95,7 +95,7 @@ def fit_platform_form(
     made = service.submit(session, name, FitCreate(seed=seed, budget=budget))
     session.commit()
     runner.queued()
-    return web.see_other(service.fit_path(made["id"]))
+    return _to_new_fit(made)
 
 
 def form_changes(
@@ -194,4 +194,10 @@ def validation_machine_fit(
     made = machines.import_and_fit(session, name, limit=settings.max_custom_platforms)
     session.commit()
     runner.queued()
-    return web.see_other(service.fit_path(made["id"]))
+    return _to_new_fit(made)
+
+
+def _to_new_fit(made: dict[str, Any]) -> Response:
+    """To the new fit's page, its delete token in the fragment (the browser keeps it, no server
+    log sees it): the page shows it once (static/js/fit.js)."""
+    return web.see_other(f"{service.fit_path(made['id'])}#delete-token={made['delete_token']}")

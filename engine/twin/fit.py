@@ -55,6 +55,7 @@ MIN_RUN_MS = 1_000.0
 MAX_SAMPLE_CPUS = 256  # a sample's copies side by side stop here
 TASK_SECONDS = 0.15  # a map task runs at least this much simulation (batched evaluations)
 MIN_TASKS_PER_GENERATION = 8
+TASK_MULTIPLE = 4  # tasks per generation: balanced on one, two or four workers
 
 # The goal (issue 21, section 4) and the objective's tolerances: each figure's error is divided
 # by its tolerance, so 1 is the edge of the goal.
@@ -221,9 +222,10 @@ class Problem(NamedTuple):
     class_weights: tuple[float, ...]  # per class: its share of the machine's CPUs
     machine_terms: tuple[Term, ...] = ()  # the CPUs' figures all together
     class_rates_hz: tuple[float, ...] = ()  # per class, the whole machine's entries per idle second
+    polls: bool = True  # the load map has polling work
 
     def load_map(self) -> LoadMap:
-        return LoadMap(self.n_classes, self.class_rates_hz or None)
+        return LoadMap(self.n_classes, self.class_rates_hz or None, self.polls)
 
 
 def config_for(problem: Problem, x: Sequence[float]) -> SimConfig:
@@ -265,13 +267,11 @@ def class_distance(problem: Problem, counters: np.ndarray) -> float:
     )
 
 
-def evaluate(problem: Problem, x: Sequence[float]) -> float:
-    """The evaluation function: config from parameters, simulate, counters, objective.
-
-    A load whose mean wake-up rate is more than RATE_SPAN times off a class's measured entries
-    per idle second is not simulated (nor validated: it may be past the run's event limit): it
-    gets a distance above any simulated one, growing with how far off it is (so the search moves
-    back, and a wild corner of the box costs no time)."""
+def off_rate_distance(problem: Problem, x: Sequence[float]) -> float | None:
+    """The distance of a load whose mean wake-up rate is more than RATE_SPAN times off a class's
+    measured entries per idle second, without simulating it (nor validating it: it may be past the
+    run's event limit): above any simulated distance, growing with how far off it is (so the search
+    moves back, and a wild corner of the box costs no time). None for a load within the span."""
     worst = 0.0
     present = sorted(set(problem.classes))  # classes without CPUs have no load
     for load, k in zip(problem.load_map().load(x, problem.classes), present, strict=True):
@@ -280,8 +280,15 @@ def evaluate(problem: Problem, x: Sequence[float]) -> float:
             continue
         expected = LoadClass.model_validate(load).expected_rate_hz()
         worst = max(worst, abs(math.log(max(expected, 1e-9) / max(rate, 1e-9))))
-    if worst > math.log(RATE_SPAN):
-        return OFF_RATE_DISTANCE + worst
+    return OFF_RATE_DISTANCE + worst if worst > math.log(RATE_SPAN) else None
+
+
+def evaluate(problem: Problem, x: Sequence[float]) -> float:
+    """The evaluation function: config from parameters, simulate, counters, objective (a load
+    far off the measured rate is not simulated: `off_rate_distance`)."""
+    refused = off_rate_distance(problem, x)
+    if refused is not None:
+        return refused
     return class_distance(problem, simulated_counters(config_for(problem, x)))
 
 
@@ -302,18 +309,39 @@ def evaluate_batch(problem: Problem, xs: Sequence[Sequence[float]]) -> list[floa
 class _BatchedMap:
     """scipy's `workers`: the population cut into batches, each batch one `evaluate_batch` task
     of `map`. The task is `evaluate_batch` on the problem itself, not scipy's wrapper of the
-    objective, so a worker unpickles engine objects only."""
+    objective, so a worker unpickles engine objects only.
+
+    A generation waits for its slowest worker, so its tasks are made even: the loads refused for
+    their rate (`off_rate_distance`, no simulation) are answered here and never sent, and the
+    simulations are cut into a multiple of TASK_MULTIPLE tasks of sizes differing by one at most
+    (one, two or four workers each get the same share; a worker slowed by other load leaves more
+    of the queue to the others). Which evaluation runs where changes no result."""
 
     def __init__(self, map_fn: Map, batch: int, problem: Problem) -> None:
-        self.map_fn, self.batch, self.task = map_fn, batch, functools.partial(evaluate_batch, problem)
+        self.map_fn, self.batch, self.problem = map_fn, batch, problem
+        self.task = functools.partial(evaluate_batch, problem)
 
     def __call__(self, func: Callable[[Any], float], xs: Iterable[Any]) -> list[float]:
-        items = [np.asarray(x, dtype=np.float64) for x in xs]
-        chunks = [items[i : i + self.batch] for i in range(0, len(items), self.batch)]
-        out: list[float] = []
-        for r in run_tasks(self.map_fn, self.task, chunks):
-            out.extend(r)
+        items: list[Any] = [np.asarray(x, dtype=np.float64) for x in xs]
+        refused = [off_rate_distance(self.problem, x) for x in items]
+        out = [OFF_RATE_DISTANCE if v is None else v for v in refused]
+        todo = [i for i, v in enumerate(refused) if v is None]
+        if todo:
+            n_tasks = task_count(len(todo), self.batch)
+            chunks = [c.tolist() for c in np.array_split(np.asarray(todo), n_tasks)]
+            results = run_tasks(self.map_fn, self.task, [[items[i] for i in c] for c in chunks])
+            for chunk, values in zip(chunks, results, strict=True):
+                for i, v in zip(chunk, values, strict=True):
+                    out[i] = float(v)
         return out
+
+
+def task_count(n: int, batch: int) -> int:
+    """Tasks for n evaluations of about `batch` each: a multiple of TASK_MULTIPLE where there are
+    that many evaluations, else one each."""
+    tasks = max(math.ceil(n / max(batch, 1)), 1)
+    tasks = math.ceil(tasks / TASK_MULTIPLE) * TASK_MULTIPLE
+    return min(tasks, n)
 
 
 def run_tasks(map_fn: Map, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
@@ -341,6 +369,7 @@ def fit_twin(
     budget: int = DEFAULT_BUDGET,
     cpus: int = DEFAULT_SAMPLE,
     max_classes: int = 3,
+    polls: bool = True,
     map: Map | None = None,  # noqa: A002 - the caller's map, as builtins.map takes its arguments
     progress: Progress | None = None,
 ) -> FitResult:
@@ -350,7 +379,8 @@ def fit_twin(
     `Executor.map`, or Dask's `client.map`, whose futures are waited for). `progress` gets a dict
     per generation (generation, evaluations, budget, best_distance, fraction); returning True
     stops the search there (the fit still finishes with what it has). `hz` is the machine's
-    CONFIG_HZ (None: the engine's default, `TickConfig.hz`). Raises CounterError for
+    CONFIG_HZ (None: the engine's default, `TickConfig.hz`). `polls` False fits the load without
+    polling work (`LoadMap`), as before it existed. Raises CounterError for
     counters that cannot be fitted and ValueError for options out of range.
     """
     from scipy import __version__ as scipy_version
@@ -437,6 +467,7 @@ def fit_twin(
             class_weights=weights,
             machine_terms=tuple(objective_terms(figures(counters[:, judged, :], names), disabled)),
             class_rates_hz=class_rates,
+            polls=polls,
         )
         return problem, repeats
 

@@ -2,8 +2,10 @@
 
 The load model is DESIGN 7's: per CPU class a two-phase burst process the governor cannot see;
 for every class the same follow-up chains, run time per wake-up and long timers the governor sees
-(a periodic hrtimer of the fitted period and a 2 s timer-wheel timer, both jittered). Every
-parameter is a load figure the counters are fitted to, not a kernel fact.
+(a periodic hrtimer of the fitted period and a 2 s timer-wheel timer, both jittered); and polling
+work (`PollingWork`: delayed work whose reads sleep in short hrtimers the governor sees), of the
+same sleep and episode length everywhere, its share of the wake-ups per class. Every parameter is
+a load figure the counters are fitted to, not a kernel fact.
 
 A class is searched relative to its measured entries per idle second: how many wake-ups per
 second it has against that (`rate_ratio`), which share of the wake-ups that start a chain come in
@@ -50,18 +52,29 @@ PER_CLASS = (
     Param("bursts.events_per_burst", 0.0, 2.3, True),  # 1 - 200 on average
     Param("bursts.burst_rate_hz", 2.5, 5.0, True),  # 300 - 100,000 per second within a burst
 )
+# Polling work, after the parameters above (a map without it is the one before it existed).
+POLLS_SHARED = (
+    Param("polls.sleep_us", 0.7, 3.3, True),  # 5 us - 2 ms: read_poll_timeout()'s sleep_us
+    Param("polls.sleeps_mean", 0.0, 2.5, True),  # 1 - 300 sleeps per episode on average
+)
+POLLS_PER_CLASS = (Param("polls.share", 0.0, 0.6, False),)  # of the class's wake-ups
+POLL_STEP_US = 3.0  # PollingWork's handler (1 us) and read (2 us) defaults: estimates
 
 
 class LoadMap:
     """Parameter vectors <-> the load of `n_classes` CPU classes, each relative to its measured
     entries per idle second (`rates_hz`, one per class)."""
 
-    def __init__(self, n_classes: int, rates_hz: Sequence[float] | None = None) -> None:
-        self.n_classes = n_classes
+    def __init__(self, n_classes: int, rates_hz: Sequence[float] | None = None, polls: bool = True) -> None:
+        self.n_classes, self.polls = n_classes, polls
         self.rates_hz = list(rates_hz) if rates_hz is not None else [20.0] * n_classes
         self.params: list[Param] = list(SHARED)
         for k in range(n_classes):
             self.params += [p._replace(name=f"class{k}.{p.name}") for p in PER_CLASS]
+        if polls:
+            self.params += list(POLLS_SHARED)
+            for k in range(n_classes):
+                self.params += [p._replace(name=f"class{k}.{p.name}") for p in POLLS_PER_CLASS]
 
     @property
     def bounds(self) -> list[tuple[float, float]]:
@@ -86,9 +99,15 @@ class LoadMap:
             cpus = np.flatnonzero(cls == k).tolist()
             if not cpus:
                 continue
-            # Chains start at timers and at invisible wake-ups; each is 1 / (1 - p) wake-ups long.
-            starts_hz = self.rates_hz[k] * v[f"class{k}.rate_ratio"] * (1.0 - p)
+            # Polls take their share of the wake-ups (they start no chains); the other chains start
+            # at timers and at invisible wake-ups, each 1 / (1 - p) wake-ups long.
+            rate_hz = self.rates_hz[k] * v[f"class{k}.rate_ratio"]
+            share = v.get(f"class{k}.polls.share", 0.0)
+            starts_hz = rate_hz * (1.0 - share) * (1.0 - p)
             invisible_hz = max(starts_hz - timer_hz, 0.0)
+            extra: dict[str, Any] = {}
+            if share > 0:
+                extra["polls"] = polling(rate_hz * share, v["polls.sleep_us"], v["polls.sleeps_mean"])
             out.append(
                 {
                     "cpus": cpus,
@@ -105,9 +124,23 @@ class LoadMap:
                         "delay_max_us": delay * spread,
                     },
                     "run_time": {"median_us": v["run_time.median_us"], "sigma": RUN_TIME_SIGMA},
+                    **extra,
                 }
             )
         return out
+
+
+def polling(rate_hz: float, sleep_us: float, sleeps_mean: float) -> dict[str, float]:
+    """A `PollingWork` of `rate_hz` wake-ups per second (each episode its timer and its sleeps):
+    the period follows, within PollingWork's 1 ms - 10 s."""
+    cycle_us = 1e6 * (1.0 + sleeps_mean) / rate_hz
+    period_us = cycle_us - POLL_STEP_US - sleeps_mean * (sleep_us + POLL_STEP_US)
+    return {
+        "period_us": min(max(period_us, 1_000.0), 10_000_000.0),
+        "jitter": TIMER_JITTER,
+        "sleep_us": sleep_us,
+        "sleeps_mean": sleeps_mean,
+    }
 
 
 def bursts(rate_hz: float, share: float, events: float, burst_rate_hz: float) -> dict[str, float]:

@@ -22,7 +22,7 @@ from tests.browser.conftest import SMALL, WAIT_S, run_and_wait
 pytestmark = pytest.mark.browser
 
 WIDTHS = (390, 1280)
-DUMP = Path(__file__).resolve().parent.parent / "data" / "machines" / "sklep0-sysfs.txt.gz"
+DUMP = Path(__file__).resolve().parents[2] / "app" / "fits" / "dev_machines" / "sklep0-sysfs.txt.gz"
 
 # Measured in the page: its width against the screen's, what sticks out (outside the boxes that
 # scroll on purpose), header words split over two lines (a break after a hyphen is a break between

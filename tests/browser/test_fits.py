@@ -27,8 +27,11 @@ def test_import_fit_and_ask_what_if(new_tab: Any) -> None:
     page.locator("input[name='budget']").fill("100")
     page.locator("#fit-twin").click()
     page.wait_for_url(re.compile(r"/fits/[A-Za-z0-9_-]+$"))
-    # The page reloads itself while the fit runs.
+    # The page reloads itself while the fit runs, and shows the fit's delete token the while.
     page.wait_for_selector("#fit-progress[data-status='done']")
+    token = page.locator("#delete-token code").inner_text()
+    assert page.locator("#delete-token").is_visible() and len(token) >= 20
+    assert "delete-token" not in page.url
     assert page.locator("#fit-states tr[data-state='C10']").count() == 1
     assert page.locator("#fit-verdict").count() == 1
     assert page.locator("#fit-cv").inner_text().startswith("Fitted on")

@@ -85,7 +85,7 @@ def test_import_simulate_compare(new_tab: Any) -> None:
     tab.screenshot("compare-measured")
 
 
-# What each server is (tests/data/machines/README.md) and the package and module states its table has.
+# What each server is (app/fits/dev_machines/README.md) and the package and module states its table has.
 SERVERS = {
     "emr9": ("spr", 144, ["PC2", "PC6"]),
     "srf8": ("srf", 128, ["MC6", "PC2", "PC6"]),
@@ -99,7 +99,7 @@ def test_a_real_server_imported_through_the_page_simulates_and_shows_its_package
     based_on, cpus, package_states = SERVERS[machine]
     tab = new_tab()
     page = tab.page
-    dump = (REPO_ROOT / "tests" / "data" / "machines" / f"{machine}-sysfs.txt.gz").read_bytes()
+    dump = (REPO_ROOT / "app" / "fits" / "dev_machines" / f"{machine}-sysfs.txt.gz").read_bytes()
     page.goto("/import")
     page.locator("#dump").set_input_files(
         {"name": f"{machine}.txt.gz", "mimeType": "application/gzip", "buffer": dump}

@@ -15,7 +15,7 @@ from engine.kernel import layout as K
 from engine.simulate import _Prepared, idle_counters
 from engine.twin.counters import CounterError, MachineCounters, cpu_classes, figures, most_different_cpu
 
-MACHINES = Path(__file__).resolve().parent.parent / "data" / "machines"
+MACHINES = Path(__file__).resolve().parents[2] / "app" / "fits" / "dev_machines"
 NAMES = ["POLL", "C1", "C6"]
 
 

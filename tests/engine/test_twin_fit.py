@@ -185,7 +185,9 @@ def test_config_for_puts_each_class_on_its_cpus_at_its_measured_rate() -> None:
     )
     # Shared: p 0.5, 100 us delays, spread 10, 10 us runs, a 100 ms hrtimer. Class 0: 2x its rate,
     # 40% of the chain starts in bursts of 10 at 10,000/s; class 1: its rate, no bursts.
+    # No polling work (its share 0 in both classes; 50 us sleeps, 10 per episode).
     x = [0.5, 2.0, 1.0, 1.0, 5.0] + [np.log10(2.0), 0.4, 1.0, 4.0] + [0.0, 0.0, 1.0, 4.0]
+    x += [np.log10(50.0), 1.0] + [0.0, 0.0]
     cfg = config_for(problem, x)
     assert [c.cpus for c in cfg.wakeups.load] == [[1, 2], [0, 3]]
     zero, one = cfg.wakeups.load
@@ -201,6 +203,16 @@ def test_config_for_puts_each_class_on_its_cpus_at_its_measured_rate() -> None:
     assert one.expected_rate_hz() == pytest.approx(100.0)
     assert one.bursts is not None and one.bursts.quiet_rate_hz == pytest.approx(39.5)
     assert evaluate(problem, x) == 10.0  # no measured figures to match: the objective's floor
+    assert zero.polls is None and one.polls is None
+    # Class 1 with 30% of its wake-ups in polls: 30/s, episodes of 1 + 10 wake-ups every 367 ms.
+    polled = config_for(problem, x[:-1] + [0.3])
+    zero, one = polled.wakeups.load
+    assert zero.polls is None and one.polls is not None
+    assert one.polls.sleep_us == pytest.approx(50.0) and one.polls.sleeps_mean == pytest.approx(10.0)
+    assert one.polls.expected_rate_hz() == pytest.approx(30.0)
+    assert one.expected_rate_hz() == pytest.approx(100.0)
+    # The other 70/s: chains start at 35/s, 10.5/s of them timers, 24.5/s quiet wake-ups.
+    assert one.bursts is not None and one.bursts.quiet_rate_hz == pytest.approx(24.5)
 
 
 def test_a_worker_task_unpickles_and_runs_importing_only_the_engine(tmp_path: Any) -> None:
@@ -229,7 +241,7 @@ def test_a_worker_task_unpickles_and_runs_importing_only_the_engine(tmp_path: An
         class_weights=(1.0,),
         class_rates_hz=(20.0,),
     )
-    x = [0.5, 2.0, 1.0, 1.0, 5.0, 0.0, 0.5, 1.0, 4.0]
+    x = [0.5, 2.0, 1.0, 1.0, 5.0, 0.0, 0.5, 1.0, 4.0, 1.7, 1.0, 0.2]
     task = tmp_path / "task.pickle"
     task.write_bytes(pickle.dumps((functools.partial(evaluate_batch, problem), [x, x])))
     code = (
@@ -287,3 +299,46 @@ def test_every_simulation_of_a_fit_goes_through_its_map(monkeypatch: pytest.Monk
     assert tasks[0] == "timed_simulation" and recorded.calls[0][1] == 1
     assert set(tasks[1:-1]) == {"evaluate_batch"} and tasks[-1] == "simulated_counters"
     assert recorded.calls[-1][1] >= 2  # cross-validation + at least one whole-machine run
+
+
+def test_a_generation_is_cut_into_even_tasks_without_the_refused_loads() -> None:
+    # A generation waits for its slowest task: the loads refused for their rate (no simulation)
+    # are answered without a task, and the simulations go out as a multiple of four tasks whose
+    # sizes differ by one at most.
+    from engine.twin.fit import OFF_RATE_DISTANCE, Problem, Term, _BatchedMap, off_rate_distance
+
+    rate = lambda hz: (Term(None, "entries_per_idle_s", hz),)  # noqa: E731
+    problem = Problem(
+        base={
+            "topology": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
+            "wakeups": quiet_wakeups(1000),
+        },
+        classes=(1, 0, 0, 1),
+        n_classes=2,
+        state_names=("POLL", "C1", "C1E", "C6"),
+        class_terms=(rate(20.0), rate(100.0)),
+        class_weights=(0.5, 0.5),
+        class_rates_hz=(20.0, 100.0),
+    )
+    within = [0.5, 2.0, 1.0, 1.0, 5.0] + [0.0, 0.4, 1.0, 4.0] * 2 + [1.7, 1.0, 0.0, 0.0]  # 100 ms: 10/s
+    refused = [0.5, 2.0, 1.0, 1.0, 4.0] + [0.0, 0.4, 1.0, 4.0] * 2 + [1.7, 1.0, 0.0, 0.0]  # 10 ms: 100/s
+    assert off_rate_distance(problem, within) is None
+    far = off_rate_distance(problem, refused)
+    assert far is not None and far > OFF_RATE_DISTANCE and far == evaluate(problem, refused)
+    sent: list[list[int]] = []
+
+    def fake_map(fn: Any, chunks: Any) -> list[list[float]]:
+        chunks = list(chunks)
+        sent.append([len(c) for c in chunks])
+        return [[float(len(c))] * len(c) for c in chunks]  # stands for evaluate_batch's distances
+
+    xs = [refused if i % 3 == 0 else within for i in range(23)]  # 8 refused, 15 simulated
+    out = _BatchedMap(fake_map, 5, problem)(evaluate, xs)
+    assert len(out) == 23 and [out[i] for i in range(0, 23, 3)] == [far] * 8
+    (sizes,) = sent
+    assert sum(sizes) == 15 and len(sizes) % 4 == 0 and max(sizes) - min(sizes) <= 1
+    sent.clear()
+    _BatchedMap(fake_map, 5, problem)(evaluate, [within] * 3)
+    assert sent == [[1, 1, 1]]  # fewer evaluations than four tasks: one each
+    sent.clear()
+    assert _BatchedMap(fake_map, 5, problem)(evaluate, [refused] * 2) == [far, far] and sent == []

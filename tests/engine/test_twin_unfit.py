@@ -11,7 +11,7 @@ from app.platforms.sysfs import parse_dump
 from engine.twin import MachineCounters, unfit_reasons
 from engine.twin.unfit import LONGEST_STAY_US
 
-MACHINES = Path(__file__).resolve().parent.parent / "data" / "machines"
+MACHINES = Path(__file__).resolve().parents[2] / "app" / "fits" / "dev_machines"
 
 
 def _counters(values: list[list[list[int]]], **kw: Any) -> MachineCounters:

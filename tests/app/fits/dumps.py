@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.conftest import REPO_ROOT
 
-MACHINES = REPO_ROOT / "tests" / "data" / "machines"
+MACHINES = REPO_ROOT / "app" / "fits" / "dev_machines"
 SMALL_FIT = {"budget": 100, "cpus": 4}
 
 

@@ -3,6 +3,7 @@ every bad input, lists, delete, the pages and the forms that start fits."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from app.fits.service import FitList, FitRead, FitSubmitted
@@ -109,8 +110,14 @@ def test_the_platform_page_button_starts_a_fit(app_client: Any) -> None:
     assert 'id="fit-twin"' in page and 'action="/platforms/box/fit"' in page
     r = app_client.post("/platforms/box/fit", data={"seed": "3", "budget": "100"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/fits/")
-    fit = app_client.get("/api" + r.headers["location"]).json()
+    # The new fit's delete token rides in the fragment, and the page has where to show it.
+    path, _, fragment = r.headers["location"].partition("#delete-token=")
+    assert fragment and "#" not in path
+    fit = app_client.get("/api" + path).json()
     assert (fit["seed"], fit["budget"], fit["status"]) == (3, 100, "queued")
+    assert 'id="delete-token"' in app_client.get(path).text
+    assert app_client.delete("/api" + path, headers={"X-Delete-Token": "wrong"}).status_code == 403
+    assert app_client.delete("/api" + path, headers={"X-Delete-Token": fragment}).status_code in (200, 204)
     r = app_client.post("/platforms/box/fit", data={"budget": "50"}, follow_redirects=False)
     assert r.status_code == 422
 
@@ -127,9 +134,26 @@ def test_the_machines_section_lists_every_development_machine_and_a_get_writes_n
     assert 'href="/validation/machines"' in app_client.get("/validation").text
     r = app_client.post("/validation/machines/adl0/fit", follow_redirects=False)
     assert r.status_code == 303
-    fit = app_client.get("/api" + r.headers["location"]).json()
+    path, _, token = r.headers["location"].partition("#delete-token=")
+    assert token
+    fit = app_client.get("/api" + path).json()
     assert fit["platform"] == "dev-adl0" and fit["budget"] == 3000
     assert app_client.post("/validation/machines/nosuch/fit").status_code == 404
+
+
+def test_the_development_machines_are_package_data() -> None:
+    # An installed app reads them from its own package, not from a checkout's tests/.
+    import tomllib
+
+    from app.core.settings import REPO_ROOT
+    from app.fits import machines
+
+    assert machines.MACHINES_DIR.is_relative_to(Path(machines.__file__).parent)
+    assert len(machines.machine_names()) == 7
+    package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    assert "dev_machines/*" in package_data["app.fits"]
 
 
 def test_a_fit_has_a_note_guarded_by_its_delete_token(app_client: Any) -> None:

@@ -15,8 +15,8 @@ import engine
 from tests.app.platforms.machines import HEADER, SKX, grep_text, machine_files, skx_layout
 from tests.conftest import REPO_ROOT
 
-MACHINES = REPO_ROOT / "tests" / "data" / "machines"
-# The table each development dump is (tests/data/machines/README.md) and its variants.
+MACHINES = REPO_ROOT / "app" / "fits" / "dev_machines"
+# The table each development dump is (app/fits/dev_machines/README.md) and its variants.
 DEVELOPMENT = {
     "sklep0": ("skx", []),
     "icx2s3": ("icx", []),

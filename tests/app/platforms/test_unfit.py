@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-MACHINES = Path(__file__).resolve().parents[2] / "data" / "machines"
+MACHINES = Path(__file__).resolve().parents[3] / "app" / "fits" / "dev_machines"
 
 
 def _import(client: Any, machine: str) -> dict[str, Any]:
