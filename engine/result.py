@@ -32,17 +32,6 @@ class Histogram(_Model):
     counts: list[int]
 
 
-class LatencyStats(_Model):
-    count: int
-    mean_ns: float
-    p50_ns: float
-    p90_ns: float
-    p99_ns: float
-    p999_ns: float
-    max_ns: float
-    histogram: Histogram
-
-
 class LatencyFigures(_Model):
     """A latency distribution's figures without its histogram (per C-state, where space counts)."""
 
@@ -53,6 +42,12 @@ class LatencyFigures(_Model):
     p99_ns: float
     p999_ns: float
     max_ns: float
+
+
+class LatencyStats(LatencyFigures):
+    """A latency distribution's figures and its histogram."""
+
+    histogram: Histogram
 
 
 class StateStats(_Model):
