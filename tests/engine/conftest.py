@@ -7,12 +7,18 @@ carries the compile.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+import engine
 from engine import SimConfig, load_platform, simulate
 from engine.platforms import CState, Param
 
@@ -91,3 +97,28 @@ def _warm_engine() -> Iterator[None]:
 @pytest.fixture
 def skx() -> Table:
     return Table("skx")
+
+
+# Reads a JSON list of configs, prints a JSON list of result JSON strings: one interpreter start
+# for all the configs.
+_UNCOMPILED = """
+import json, sys
+from engine import SimConfig, simulate
+configs = [SimConfig.model_validate(c) for c in json.loads(sys.stdin.read())]
+sys.stdout.write(json.dumps([simulate(c).model_dump_json() for c in configs]))
+"""
+
+
+def simulate_uncompiled(configs: Sequence[SimConfig]) -> list[str]:
+    """The configs' results as JSON, run with NUMBA_DISABLE_JIT=1 in a fresh interpreter (with
+    `-W error`: the pure-Python run must not lean on numpy overflow warnings either)."""
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", _UNCOMPILED],
+        input=json.dumps([c.model_dump(mode="json") for c in configs]),
+        capture_output=True,
+        text=True,
+        cwd=Path(engine.__file__).resolve().parent.parent,
+        env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    return list(json.loads(out.stdout))

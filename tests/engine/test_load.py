@@ -4,22 +4,16 @@ asked for, are deterministic per seed and per CPU, and reach the simulation as t
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-import engine
 from engine import SimConfig, simulate
 from engine.load import draw_load
-from tests.engine.conftest import make_config, quiet
+from tests.engine.conftest import make_config, quiet, simulate_uncompiled
 
 T_END = 100_000_000_000  # 100 s
-REPO = Path(engine.__file__).resolve().parent.parent
 
 
 def _load_config(*classes: dict[str, Any], hz: int = 250, seed: int = 1, cores: int = 4) -> SimConfig:
@@ -204,19 +198,7 @@ def test_the_load_runs_the_same_without_the_jit() -> None:
     }
     cfg = _load_config(cls, {"cpus": [2, 3], "bursts": {"quiet_rate_hz": 100.0}})
     cfg = cfg.model_copy(update={"duration_ms": 300.0})
-    script = (
-        "import sys\nfrom engine import SimConfig, simulate\n"
-        "sys.stdout.write(simulate(SimConfig.model_validate_json(sys.stdin.read())).model_dump_json())"
-    )
-    out = subprocess.run(
-        [sys.executable, "-W", "error", "-c", script],
-        input=cfg.model_dump_json(),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
+    (uncompiled,) = simulate_uncompiled([cfg])
     compiled = simulate(cfg)
     assert compiled.wakeups > 100
-    assert out.stdout == compiled.model_dump_json()
+    assert uncompiled == compiled.model_dump_json()

@@ -3,23 +3,17 @@ hrtimers the governor sees. Off by default, and then nothing else changes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-import engine
 from engine import SimConfig, simulate
 from engine.load import draw_load
 from engine.load_config import PollingWork
-from tests.engine.conftest import make_config, quiet
+from tests.engine.conftest import make_config, quiet, simulate_uncompiled
 
 T_END = 20_000_000_000  # 20 s
-REPO = Path(engine.__file__).resolve().parent.parent
 POLLS = {"period_us": 50_000.0, "jitter": 0.0, "sleep_us": 50.0, "sleeps_mean": 10.0}
 OTHER = {
     "timers": [{"kind": "timer_wheel", "period_us": 20_000.0}, {"kind": "hrtimer", "period_us": 3_000.0}],
@@ -128,19 +122,7 @@ def test_polls_count_in_the_rate_and_run_the_same_without_the_jit() -> None:
         )
     )  # polls start no follow-ups: their rate is not divided by 1 - p
     cfg = _config(cls, ms=300.0)
-    script = (
-        "import sys\nfrom engine import SimConfig, simulate\n"
-        "sys.stdout.write(simulate(SimConfig.model_validate_json(sys.stdin.read())).model_dump_json())"
-    )
-    out = subprocess.run(
-        [sys.executable, "-W", "error", "-c", script],
-        input=cfg.model_dump_json(),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
+    (uncompiled,) = simulate_uncompiled([cfg])
     compiled = simulate(cfg)
     assert compiled.wakeups > 100
-    assert out.stdout == compiled.model_dump_json()
+    assert uncompiled == compiled.model_dump_json()

@@ -3,26 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import engine
 from engine import SimConfig, simulate
 
-from .conftest import make_config
-
-REPO = Path(engine.__file__).resolve().parent.parent
-
-# Reads a JSON list of configs, prints a JSON list of result JSON strings: one interpreter start
-# for all the configs.
-SCRIPT = """
-import json, sys
-from engine import SimConfig, simulate
-configs = [SimConfig.model_validate(c) for c in json.loads(sys.stdin.read())]
-sys.stdout.write(json.dumps([simulate(c).model_dump_json() for c in configs]))
-"""
+from .conftest import make_config, simulate_uncompiled
 
 BUSY = {
     "timers": [{"period_us": 300.0}],
@@ -63,17 +47,6 @@ def test_pure_python_kernel_matches_compiled() -> None:
     configs = _configs()
     compiled = [simulate(c).model_dump_json() for c in configs]
     assert json.loads(compiled[1])["events"] > 100  # the busy runs exercise the loop
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    out = subprocess.run(
-        # -W error: the pure-Python run must not lean on numpy overflow warnings either.
-        [sys.executable, "-W", "error", "-c", SCRIPT],
-        input=json.dumps([c.model_dump(mode="json") for c in configs]),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    pure = json.loads(out.stdout)
+    pure = simulate_uncompiled(configs)
     for i, (a, b) in enumerate(zip(pure, compiled, strict=True)):
         assert a == b, f"config {i} differs without the JIT"
