@@ -18,6 +18,13 @@ from app.platforms import service
 router = APIRouter(include_in_schema=False)
 
 
+@router.get("/platforms", name="platforms_page")
+def platforms_page(request: Request, session: SessionDep) -> Response:
+    """Every platform, built-in and custom, each linked to its page."""
+    platforms = service.platforms_view(session).model_dump(mode="json")["platforms"]
+    return web.page(request, "platforms.html", {"platforms": platforms})
+
+
 @router.get("/platforms/{name}", name="platform_page")
 def platform_page(
     request: Request,

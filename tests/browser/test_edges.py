@@ -76,12 +76,17 @@ def pages(api: httpx.Client) -> dict[str, str]:
     """A page of every kind, with what it shows made first: a run, a finished sweep, a wult and a
     turbostat measurement, an imported machine."""
     run = run_and_wait(api, SMALL, title="edges")
+    # Two more runs that differ from each other only in the governor's kernel: compare's version axis.
+    by_kernel = [
+        run_and_wait(api, {**SMALL, "governor": {"name": "teo", "kernel": k}}, title=f"edges {k}")["id"]
+        for k in ("v6.12", "v6.18")
+    ]
     sweep = api.post(
         "/api/sweeps",
         json={
             "title": "edges",
             "base": SMALL,
-            "axes": [{"path": "governor.name", "values": ["menu", "teo"]}],
+            "axes": [{"path": "governor.kernel", "values": ["v6.12", "v6.18"]}],
         },
     )
     assert sweep.status_code in (200, 201, 202), sweep.text
@@ -105,11 +110,16 @@ def pages(api: httpx.Client) -> dict[str, str]:
         "runs": "/runs",
         "new-run": "/runs/new",
         "run": f"/runs/{run['id']}",
-        "compare": f"/compare?ids={run['id']}&ids={run['id']}",
+        "compare": f"/compare?ids={run['id']}&ids={by_kernel[0]}",
         "import": "/import",
         "sweeps": "/sweeps",
         "new-sweep": "/sweeps/new",
         "sweep": f"/sweeps/{sweep_id}",
+        "sweep-kernels": f"/sweeps/{sweep_id}/kernels",
+        "compare-kernels": f"/compare?ids={by_kernel[0]}&ids={by_kernel[1]}",
+        "compare-wult": f"/compare?ids={run['id']}&ids={wult.json()['id']}",
+        "fits": "/fits",
+        "validation-machines": "/validation/machines",
         "wult": f"/measurements/{wult.json()['id']}",
         "turbostat": f"/measurements/{turbostat.json()['id']}",
         "platforms": "/platforms",
@@ -127,7 +137,8 @@ def test_every_page_fits_both_widths_with_no_header_word_broken(new_tab: Any, pa
         tab = new_tab()
         tab.page.set_viewport_size({"width": width, "height": 844})
         for name, path in pages.items():
-            tab.page.goto(path)
+            response = tab.page.goto(path)
+            assert response is not None and response.ok, (name, path)
             for plot in tab.page.query_selector_all("[data-chart-name]"):
                 plot.scroll_into_view_if_needed()
                 tab.page.wait_for_selector(f"#{plot.get_attribute('id')}[data-drawn='true']")
@@ -138,6 +149,9 @@ def test_every_page_fits_both_widths_with_no_header_word_broken(new_tab: Any, pa
                 # Two summary cards a row: about half as many rows as cards.
                 assert got["cards"] >= 6 and got["cardRows"] <= (got["cards"] + 1) // 2, got
     assert not problems, problems
+    kernels = new_tab()
+    kernels.page.goto(pages["compare-kernels"])
+    assert kernels.page.locator("#compare-kernels").is_visible()
 
 
 def test_redoc_renders_every_operation_offline(browser: Any, live_server: str, api: httpx.Client) -> None:
