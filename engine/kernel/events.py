@@ -20,6 +20,7 @@ from engine.kernel.layout import (
     C_FREE_AT,
     C_IRQ_NEXT,
     C_IRQ_PTR,
+    C_IRQ_WORK,
     C_MODE,
     C_POLL_DEADLINE,
     C_RCU_NOCB,
@@ -129,7 +130,11 @@ def take_irq(cs: np.ndarray, c: int, arr: Arrivals) -> None:
     """CPU c's next device interrupt has been taken: the one after it is next."""
     p = cs[c, C_IRQ_PTR] + 1
     cs[c, C_IRQ_PTR] = p
-    cs[c, C_IRQ_NEXT] = arr.irq_t[p] if p < arr.irq_off[c + 1] else INF
+    if p < arr.irq_off[c + 1]:
+        cs[c, C_IRQ_NEXT] = arr.irq_tw[p, 0]
+        cs[c, C_IRQ_WORK] = arr.irq_tw[p, 1]
+    else:
+        cs[c, C_IRQ_NEXT] = INF
 
 
 @compiled(inline=True)
@@ -137,7 +142,7 @@ def irq_work_ns(
     cs: np.ndarray, c: int, arr: Arrivals, rng: np.ndarray, fp: np.ndarray, ip: np.ndarray
 ) -> int:
     """The work after CPU c's current device interrupt: its own when the load drew it."""
-    w = arr.irq_work[cs[c, C_IRQ_PTR]]
+    w = cs[c, C_IRQ_WORK]
     if w >= 0:
         return int(w)
     return exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)

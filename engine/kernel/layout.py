@@ -52,8 +52,9 @@ import numpy as np
     C_IN_LLC,  # 1 while this thread's core is in a core C-state that flushed L1 and L2 (see Hw)
     C_RCU_UNTIL,  # RCU callbacks queued here wait for their grace period until then (rcu_needs_cpu())
     C_RCU_NOCB,  # 1 on an `rcu_nocbs` CPU: its callbacks are offloaded and never keep the tick
+    C_IRQ_WORK,  # the work drawn for the next device interrupt (irq_tw[C_IRQ_PTR, 1])
     N_CPU_COLS,
-) = range(39)
+) = range(40)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
@@ -250,8 +251,10 @@ class Arrivals(NamedTuple):
     tm_seq_t: np.ndarray  # drawn expiries of every such timer and CPU, back to back
     tm_seq_ptr: np.ndarray  # (timer, cpu): the expiry after tm_next in tm_seq_t
     tm_seq_end: np.ndarray  # (timer, cpu): the end of its expiries
-    irq_t: np.ndarray  # device interrupts of all CPUs back to back; CPU c's from irq_off[c]
-    irq_work: np.ndarray  # each one's work after the handler (ns); -1: drawn as P_IRQ_WORK says
+    # Device interrupts of all CPUs back to back, CPU c's from irq_off[c]: each one's time and its
+    # work after the handler (ns; -1: drawn as P_IRQ_WORK says) side by side, so that taking the
+    # next one reads one cache line, not one in each of two arrays.
+    irq_tw: np.ndarray
     irq_off: np.ndarray
     snd_t: np.ndarray  # no-wait calls each CPU makes: request time, target, offsets
     snd_dst: np.ndarray
