@@ -275,6 +275,11 @@ class _Prepared:
         cs[has_irq, K.C_IRQ_WORK] = self.irq_work[self.irq_off[:-1][has_irq]]
         cs[:, K.C_SEND_PTR] = self.snd_off[:-1]
         cs[:, K.C_SSEND_PTR] = self.ssnd_off[:-1]
+        sends = ((K.C_SEND_NEXT, self.snd_t, self.snd_off), (K.C_SSEND_NEXT, self.ssnd_t, self.ssnd_off))
+        for col, times, off in sends:  # each CPU's first request, INF without one
+            cs[:, col] = INF
+            has = off[1:] > off[:-1]
+            cs[has, col] = times[off[:-1][has]]
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus

@@ -53,8 +53,10 @@ import numpy as np
     C_RCU_UNTIL,  # RCU callbacks queued here wait for their grace period until then (rcu_needs_cpu())
     C_RCU_NOCB,  # 1 on an `rcu_nocbs` CPU: its callbacks are offloaded and never keep the tick
     C_IRQ_WORK,  # the work drawn for the next device interrupt (irq_tw[C_IRQ_PTR, 1])
+    C_SEND_NEXT,  # snd_t[C_SEND_PTR], INF past the last: read by every schedule() while running
+    C_SSEND_NEXT,  # ssnd_t[C_SSEND_PTR], likewise
     N_CPU_COLS,
-) = range(40)
+) = range(42)
 
 # Event kinds (C_EV_KIND).
 EV_BUSY_END, EV_TIMER, EV_TICK, EV_IRQ, EV_SIGNAL, EV_POLL_TIMEOUT, EV_SEND, EV_SSEND = range(8)
