@@ -283,8 +283,14 @@ class _Prepared:
         has_irq = self.irq_off[1:] > self.irq_off[:-1]
         cs[:, K.C_IRQ_NEXT] = INF
         cs[has_irq, K.C_IRQ_NEXT] = self.irq_t[self.irq_off[:-1][has_irq]]
+        cs[has_irq, K.C_IRQ_WORK] = self.irq_work[self.irq_off[:-1][has_irq]]
         cs[:, K.C_SEND_PTR] = self.snd_off[:-1]
         cs[:, K.C_SSEND_PTR] = self.ssnd_off[:-1]
+        sends = ((K.C_SEND_NEXT, self.snd_t, self.snd_off), (K.C_SSEND_NEXT, self.ssnd_t, self.ssnd_off))
+        for col, times, off in sends:  # each CPU's first request, INF without one
+            cs[:, col] = INF
+            has = off[1:] > off[:-1]
+            cs[has, col] = times[off[:-1][has]]
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
@@ -339,7 +345,7 @@ class _Prepared:
             tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
             tm_keeps_tick=self.tm_keeps_tick,
             tm_seq_t=self.tm_seq_t, tm_seq_ptr=self.tm_seq_ptr, tm_seq_end=self.tm_seq_end,
-            irq_t=self.irq_t, irq_work=self.irq_work, irq_off=self.irq_off,
+            irq_tw=np.stack([self.irq_t, self.irq_work], axis=1), irq_off=self.irq_off,
             snd_t=self.snd_t, snd_dst=self.snd_dst,
             snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
             inc_t=self.inc_t, inc_off=self.inc_off,

@@ -20,14 +20,17 @@ from engine.kernel.layout import (
     C_FREE_AT,
     C_IRQ_NEXT,
     C_IRQ_PTR,
+    C_IRQ_WORK,
     C_MODE,
     C_POLL_DEADLINE,
     C_RCU_NOCB,
     C_RCU_UNTIL,
+    C_SEND_NEXT,
     C_SEND_NOT_BEFORE,
     C_SEND_PTR,
     C_SIGNAL_AT,
     C_SPIN_FROM,
+    C_SSEND_NEXT,
     C_SSEND_PTR,
     C_STATE,
     C_TICK_NEXT,
@@ -71,7 +74,6 @@ def schedule(
     arr: Arrivals,
 ) -> None:
     """Compute CPU c's next event and put it in the queue. Ties: arrivals before the end of work."""
-    snd_t, snd_off, ssnd_t, ssnd_off = arr.snd_t, arr.snd_off, arr.ssnd_t, arr.ssnd_off
     t, k = next_timer(arr.tm_next, c)
     kind = EV_TIMER
     arg = k
@@ -89,16 +91,16 @@ def schedule(
             t = cs[c, C_POLL_DEADLINE]
             kind = EV_POLL_TIMEOUT
     else:
+        # The next requests' times are kept in cs (C_SEND_NEXT, INF after the last): no read of
+        # the request streams here.
         ready = cs[c, C_FREE_AT]
-        p = cs[c, C_SEND_PTR]
-        if p < snd_off[c + 1] and cs[c, C_SPIN_FROM] == INF:
-            ts = max(snd_t[p], ready, cs[c, C_SEND_NOT_BEFORE])
+        if cs[c, C_SEND_NEXT] != INF and cs[c, C_SPIN_FROM] == INF:
+            ts = max(cs[c, C_SEND_NEXT], ready, cs[c, C_SEND_NOT_BEFORE])
             if ts <= cs[c, C_BUSY_UNTIL] and ts < t:
                 t = ts
                 kind = EV_SEND
-        p = cs[c, C_SSEND_PTR]
-        if p < ssnd_off[c + 1]:
-            ts = max(ssnd_t[p], ready)
+        if cs[c, C_SSEND_NEXT] != INF:
+            ts = max(cs[c, C_SSEND_NEXT], ready)
             if ts <= cs[c, C_BUSY_UNTIL] and ts < t:
                 t = ts
                 kind = EV_SSEND
@@ -130,7 +132,27 @@ def take_irq(cs: np.ndarray, c: int, arr: Arrivals) -> None:
     """CPU c's next device interrupt has been taken: the one after it is next."""
     p = cs[c, C_IRQ_PTR] + 1
     cs[c, C_IRQ_PTR] = p
-    cs[c, C_IRQ_NEXT] = arr.irq_t[p] if p < arr.irq_off[c + 1] else INF
+    if p < arr.irq_off[c + 1]:
+        cs[c, C_IRQ_NEXT] = arr.irq_tw[p, 0]
+        cs[c, C_IRQ_WORK] = arr.irq_tw[p, 1]
+    else:
+        cs[c, C_IRQ_NEXT] = INF
+
+
+@compiled(inline=True)
+def take_send(cs: np.ndarray, c: int, arr: Arrivals) -> None:
+    """CPU c made its next no-wait call: the request after it is next."""
+    p = cs[c, C_SEND_PTR] + 1
+    cs[c, C_SEND_PTR] = p
+    cs[c, C_SEND_NEXT] = arr.snd_t[p] if p < arr.snd_off[c + 1] else INF
+
+
+@compiled(inline=True)
+def take_ssend(cs: np.ndarray, c: int, arr: Arrivals) -> None:
+    """CPU c made its next task wake-up: the one after it is next."""
+    p = cs[c, C_SSEND_PTR] + 1
+    cs[c, C_SSEND_PTR] = p
+    cs[c, C_SSEND_NEXT] = arr.ssnd_t[p] if p < arr.ssnd_off[c + 1] else INF
 
 
 @compiled(inline=True)
@@ -138,7 +160,7 @@ def irq_work_ns(
     cs: np.ndarray, c: int, arr: Arrivals, rng: np.ndarray, fp: np.ndarray, ip: np.ndarray
 ) -> int:
     """The work after CPU c's current device interrupt: its own when the load drew it."""
-    w = arr.irq_work[cs[c, C_IRQ_PTR]]
+    w = cs[c, C_IRQ_WORK]
     if w >= 0:
         return int(w)
     return exp_draw(rng, c, fp[P_IRQ_WORK], ip[I_IRQ_WORK_EXP] == 1)

@@ -52,8 +52,11 @@ import numpy as np
     C_IN_LLC,  # 1 while this thread's core is in a core C-state that flushed L1 and L2 (see Hw)
     C_RCU_UNTIL,  # RCU callbacks queued here wait for their grace period until then (rcu_needs_cpu())
     C_RCU_NOCB,  # 1 on an `rcu_nocbs` CPU: its callbacks are offloaded and never keep the tick
+    C_IRQ_WORK,  # the work drawn for the next device interrupt (irq_tw[C_IRQ_PTR, 1])
+    C_SEND_NEXT,  # snd_t[C_SEND_PTR], INF past the last: read by every schedule() while running
+    C_SSEND_NEXT,  # ssnd_t[C_SSEND_PTR], likewise
     N_CPU_COLS,
-) = range(39)
+) = range(42)
 
 # C_TICK_STOPPED with RCU callbacks waiting on a CPU whose tick is already stopped:
 # tick_nohz_next_event() takes the next event a jiffy after the last one and, the tick being
@@ -255,8 +258,10 @@ class Arrivals(NamedTuple):
     tm_seq_t: np.ndarray  # drawn expiries of every such timer and CPU, back to back
     tm_seq_ptr: np.ndarray  # (timer, cpu): the expiry after tm_next in tm_seq_t
     tm_seq_end: np.ndarray  # (timer, cpu): the end of its expiries
-    irq_t: np.ndarray  # device interrupts of all CPUs back to back; CPU c's from irq_off[c]
-    irq_work: np.ndarray  # each one's work after the handler (ns); -1: drawn as P_IRQ_WORK says
+    # Device interrupts of all CPUs back to back, CPU c's from irq_off[c]: each one's time and its
+    # work after the handler (ns; -1: drawn as P_IRQ_WORK says) side by side, so that taking the
+    # next one reads one cache line, not one in each of two arrays.
+    irq_tw: np.ndarray
     irq_off: np.ndarray
     snd_t: np.ndarray  # no-wait calls each CPU makes: request time, target, offsets
     snd_dst: np.ndarray

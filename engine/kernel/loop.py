@@ -35,6 +35,8 @@ from engine.kernel.events import (
     rearm_timer,
     schedule,
     take_irq,
+    take_send,
+    take_ssend,
     tick_after,
     tick_fired,
     tick_kept,
@@ -55,6 +57,7 @@ from engine.kernel.layout import (
     C_POLL_DEADLINE,
     C_QLEN,
     C_RCU_UNTIL,
+    C_SEND_NEXT,
     C_SEND_NOT_BEFORE,
     C_SEND_PTR,
     C_SIGNAL_AT,
@@ -384,7 +387,7 @@ def _while_running(
     running, a wake-up signal, or a call or task wake-up it sends."""
     cs, queue, rng, ctr = cpus.cs, cpus.queue, cpus.rng, stats.ctr
     tm_handler, tm_work = arr.tm_handler, arr.tm_work
-    snd_t, snd_dst, ssnd_dst = arr.snd_t, arr.snd_dst, arr.ssnd_dst
+    snd_dst, ssnd_dst = arr.snd_dst, arr.ssnd_dst
     tick_ns = ip[I_TICK_NS]
     e_ns = int(fp[P_IRQ_ENTRY])
     sw_ns = int(fp[P_SCHED_SWITCH])
@@ -424,7 +427,7 @@ def _while_running(
             cs[c, C_SEND_NOT_BEFORE] = free
             cs[c, C_SPUN_NS] += free - t
         else:
-            if snd_t[p] < cs[c, C_FREE_AT] and snd_t[p] < t:
+            if cs[c, C_SEND_NEXT] < cs[c, C_FREE_AT] and cs[c, C_SEND_NEXT] < t:
                 ctr[K_DEFERRED] += 1
             ctr[K_REQ] += 1
             ctr[K_CSD_WAIT] += cs[c, C_SPUN_NS]
@@ -432,14 +435,14 @@ def _while_running(
             cs[c, C_SPUN_NS] = 0
             cyc = send_wakeup(cpus, c, snd_dst[p], t, 0, spun, fp, ip, stats, arr)
             cs[c, C_BUSY_UNTIL] = busy + int((cyc - spun) / fp[P_TSC_GHZ])
-            cs[c, C_SEND_PTR] = p + 1
+            take_send(cs, c, arr)
             schedule(cs, queue, snd_dst[p], ip, arr)
     elif kind == EV_SSEND:
         p = cs[c, C_SSEND_PTR]
         ctr[K_SREQ] += 1
         cyc = send_wakeup(cpus, c, ssnd_dst[p], t, 1, 0.0, fp, ip, stats, arr)
         cs[c, C_BUSY_UNTIL] = busy + int(cyc / fp[P_TSC_GHZ])
-        cs[c, C_SSEND_PTR] = p + 1
+        take_ssend(cs, c, arr)
         schedule(cs, queue, ssnd_dst[p], ip, arr)
 
 

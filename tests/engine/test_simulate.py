@@ -832,6 +832,40 @@ def test_poisson_interrupt_count() -> None:
     assert (run.cs[:, K.C_IRQ_PTR] == run.irq_off[1:]).all()
 
 
+def test_each_cpus_next_arrivals_kept_in_cs_match_its_streams() -> None:
+    # The loop keeps each CPU's next device interrupt (time and drawn work) and its next call and
+    # task wake-up request in cs instead of reading the streams: at any step they are the streams'
+    # entries at the CPU's pointers (INF past the last).
+    config = make_config(
+        duration_ms=40.0,
+        topology={"sockets": 2, "cores_per_socket": 2},
+        wakeups={
+            "ipis": {"rate_hz": 3000},
+            "sched_wakeups": {"rate_hz": 2000},
+            "load": [{"bursts": {"quiet_rate_hz": 2000.0}}],
+        },
+    )
+    run = _Prepared(config)
+    assert (run.irq_work >= 0).any()  # the load draws some interrupts' work up front
+    streams = (
+        (K.C_IRQ_PTR, K.C_IRQ_NEXT, run.irq_t, run.irq_off),
+        (K.C_IRQ_PTR, K.C_IRQ_WORK, run.irq_work, run.irq_off),
+        (K.C_SEND_PTR, K.C_SEND_NEXT, run.snd_t, run.snd_off),
+        (K.C_SSEND_PTR, K.C_SSEND_NEXT, run.ssnd_t, run.ssnd_off),
+    )
+    for i in range(1, 5):
+        run.step(run.t_end * i // 4)
+        for ptr_col, next_col, values, off in streams:
+            for c in range(run.cs.shape[0]):
+                p = run.cs[c, ptr_col]
+                if p < off[c + 1]:
+                    assert run.cs[c, next_col] == values[p]
+                elif next_col != K.C_IRQ_WORK:
+                    assert run.cs[c, next_col] == INF
+    assert (run.cs[:, K.C_SEND_PTR] > run.snd_off[:-1]).any()
+    assert (run.cs[:, K.C_SSEND_PTR] > run.ssnd_off[:-1]).any()
+
+
 @pytest.mark.slow
 def test_poisson_interrupt_count_long() -> None:
     rate, cpus, t_ms = 2000.0, 16, 1000.0
