@@ -4,7 +4,7 @@ or acpi_idle, haltpoll in KVM guests, and no cpuidle driver at all.
 Each is a `Platform` simulated at the OS level: the governor sees the driver's table, but
 idlelab has no hardware model of these families (AMD EPYC, a KVM guest's virtual CPU), so the
 run's hardware section says "not modelled for this family" and the costs it uses are skx's
-estimates, labelled as placeholders (AMD's and a guest's costs are not Intel's).
+estimates, labelled as stand-ins (AMD's and a guest's costs are not Intel's).
 
 Kernel facts (each in the docstring of the function that follows it):
 - acpi_idle (`drivers/acpi/processor_idle.c`, acpi_processor_setup_cstates()): states "C1",
@@ -32,7 +32,7 @@ from engine.platforms import CoreCState, CpuModel, CState, Driver, Param, Platfo
 # latency_factor __read_mostly = 2;`).
 ACPI_LATENCY_FACTOR = 2
 _FFH = re.compile(r"MWAIT\s+(0x[0-9a-fA-F]+)")
-_PLACEHOLDER = "a placeholder: skx's estimate; idlelab has no model of this family"
+_STAND_IN = "a stand-in: skx's estimate; idlelab has no model of this family"
 
 
 class CstEntry(BaseModel):
@@ -136,7 +136,7 @@ def default_idle_states() -> list[CState]:
             target_residency_us=1,
             core_cstate="CC1",
             source="no cpuidle state exists: cpuidle_idle_call() -> default_idle_call() -> HLT "
-            "(kernel/sched/idle.c); the 1 us figures are placeholders the governor never weighs",
+            "(kernel/sched/idle.c); the 1 us figures are stand-ins the governor never weighs",
         ),
     ]
 
@@ -153,14 +153,14 @@ def driver_platform(
     notes: list[str] | None = None,
 ) -> Platform:
     """A platform for a table of another driver (or none): the OS-level model, with the base
-    platform's costs and power relabelled as placeholders, no package states, and
+    platform's costs and power relabelled as stand-ins, no package states, and
     `family_modelled: false`."""
 
-    def placeholder(p: Param) -> Param:
-        return Param(value=p.value, kind="estimate", source=f"{_PLACEHOLDER} ({p.kind}: {p.source})")
+    def stand_in(p: Param) -> Param:
+        return Param(value=p.value, kind="estimate", source=f"{_STAND_IN} ({p.kind}: {p.source})")
 
     costs = based_on.costs.model_copy(
-        update={k: placeholder(based_on.costs.param(k)) for k in type(based_on.costs).model_fields}
+        update={k: stand_in(based_on.costs.param(k)) for k in type(based_on.costs).model_fields}
     )
     base_states = {s.name: s for s in based_on.states}
     relabelled = []
@@ -175,8 +175,8 @@ def driver_platform(
         relabelled.append(
             s.model_copy(
                 update={
-                    "power_watts": placeholder(ref.power_watts),
-                    "entry_cost_ns": placeholder(ref.entry_cost_ns),
+                    "power_watts": stand_in(ref.power_watts),
+                    "entry_cost_ns": stand_in(ref.entry_cost_ns),
                 }
             )
         )
@@ -189,11 +189,11 @@ def driver_platform(
         states=relabelled,
         topology=topo,
         costs=costs,
-        busy_watts=placeholder(based_on.busy_watts),
+        busy_watts=stand_in(based_on.busy_watts),
         package=None,
         notes=[
             f"Simulated at the OS level: idlelab has no hardware model of this family; costs and power are "
-            f"{based_on.name}'s estimates as placeholders, and there are no package C-states.",
+            f"{based_on.name}'s estimates as stand-ins, and there are no package C-states.",
             *(notes or []),
         ],
         driver=driver,

@@ -74,8 +74,8 @@ def test_no_driver_runs_hlt_with_the_fixed_governor() -> None:
 def test_other_drivers_say_their_hardware_is_not_modelled(pid: str) -> None:
     platform = load_platform(pid)
     assert not platform.family_modelled and platform.package is None
-    # AMD's and a guest's costs are not Intel's: everything borrowed is labelled a placeholder.
-    assert all("placeholder" in platform.costs.param(k).source for k in type(platform.costs).model_fields)
+    # AMD's and a guest's costs are not Intel's: everything borrowed is labelled a stand-in.
+    assert all("stand-in" in platform.costs.param(k).source for k in type(platform.costs).model_fields)
     r = simulate(SimConfig(platform=pid, duration_ms=5))
     assert r.hardware.family_modelled is False
     assert r.hardware.model_note.startswith("not modelled for this family")
