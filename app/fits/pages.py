@@ -177,7 +177,8 @@ def whatif_form(
         extra=extra,
     )
     made = service.submit_whatif(session, submit, fit_id, WhatIfCreate(changes=changes))
-    return web.see_other(made["whatif_url"])
+    # The what-if run's delete token in the fragment, shown once by the page (static/js/token.js).
+    return web.see_other(f"{made['whatif_url']}#delete-token={made['delete_token']}")
 
 
 @router.get("/validation/machines", name="validation_machines_page")

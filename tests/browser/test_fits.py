@@ -42,6 +42,9 @@ def test_import_fit_and_ask_what_if(new_tab: Any) -> None:
     page.locator("#whatif-submit").click()
     page.wait_for_url(re.compile(r"/fits/[A-Za-z0-9_-]+/whatif/[A-Za-z0-9_-]+$"))
     assert '"teo"' in page.locator("#whatif-changes").inner_text()
+    # The what-if run's delete token, shown once; the address keeps no fragment.
+    page.wait_for_selector("#delete-token:not([hidden])")
+    assert len(page.locator("#delete-token code").inner_text()) >= 20 and "delete-token" not in page.url
     # The what-if page reloads itself until its runs finish.
     page.wait_for_selector("#whatif-runs[data-pending='no']")
     page.wait_for_selector("#whatif-states tr[data-state='C6']")
