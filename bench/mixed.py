@@ -36,8 +36,8 @@ CONNECTIONS = 60
 REQUEST_TIMEOUT_S = 10.0
 # Environment for the server: caps above the write rate (see the module docstring).
 CAPS_ENV = {
-    "IDLELAB_QUEUE_MAX_EVENTS_PER_CLIENT": str(10**15),
-    "IDLELAB_QUEUE_MAX_EVENTS": str(10**16),
+    "IDLELAB_CLIENT_QUEUED_EVENTS": str(10**15),
+    "IDLELAB_QUEUED_EVENTS": str(10**16),
 }
 
 
