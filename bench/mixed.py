@@ -47,6 +47,7 @@ class Request:
     path: str
     body: bytes = b""
     static: bool = False
+    kind: str = ""  # what it asks for, for the per-kind p99 of each round
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Tally:
     static_ms: list[float] = field(default_factory=list)
     errors: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
 
 
 class Connection(HttpConnection):
@@ -100,20 +102,24 @@ class Mix:
             self.posts += 1
             config = {**SMALL_CONFIG, "seed": 1_000_000 + self.rng.randrange(10**12)}
             body = httpx.Request("POST", "/", json={"config": config, "title": "mixed load"}).read()
-            return Request("POST", "/api/runs", body)
+            return Request("POST", "/api/runs", body, kind="post_run")
         if r < 0.40:
-            return Request("GET", f"/api/runs/{rid}")
+            return Request("GET", f"/api/runs/{rid}", kind="get_run")
         if r < 0.55:
             sort = self.rng.choice(["-created_at", "wake_latency_p99_ns", "-busy_share", "title"])
-            return Request("GET", f"/api/runs?limit=50&sort={sort}&offset={self.rng.randrange(0, 200)}")
+            return Request(
+                "GET", f"/api/runs?limit=50&sort={sort}&offset={self.rng.randrange(0, 200)}", kind="list"
+            )
         if r < 0.70:
-            return Request("GET", f"/runs/{rid}")
+            return Request("GET", f"/runs/{rid}", kind="page")
         if r < 0.78:
             a, b = self.rng.sample(self.ids, 2)
-            return Request("GET", f"/api/compare?ids={a},{b}")
+            return Request("GET", f"/api/compare?ids={a},{b}", kind="compare")
         if r < 0.90:
-            return Request("GET", f"/api/runs/{rid}/charts/{self.rng.choice(self.charts)}")
-        return Request("GET", "/static/css/app.css", static=True)
+            return Request(
+                "GET", f"/api/runs/{rid}/charts/{self.rng.choice(self.charts)}", kind="chart"
+            )
+        return Request("GET", "/static/css/app.css", static=True, kind="static")
 
 
 async def _timed(conn: Connection, req: Request, start: float, tally: Tally) -> None:
@@ -128,6 +134,7 @@ async def _timed(conn: Connection, req: Request, start: float, tally: Tally) -> 
     if status >= 500 or status == 429:
         tally.errors += 1
     (tally.static_ms if req.static else tally.latencies_ms).append(ms)
+    tally.by_kind.setdefault(req.kind, []).append(ms)
 
 
 async def closed_loop(url: str, mix: Mix, requests: int) -> tuple[float, Tally]:
@@ -222,6 +229,8 @@ def run_mixed(args: Any, start_server: Any, stop_server: Any, pct: Any, run_asyn
                     statuses = " ".join(f"{k}:{v}" for k, v in sorted(tally.by_status.items()))
                     rounds = ", ".join(f"{k} {v:.1f}" for k, v in figures.items())
                     print(f"round {round_no + 1}: {rounds}; statuses {statuses}", file=sys.stderr, flush=True)
+                    kinds = ", ".join(f"{k} {pct(v, 99):.1f}" for k, v in sorted(tally.by_kind.items()))
+                    print(f"round {round_no + 1}: p99 ms by kind: {kinds}", file=sys.stderr, flush=True)
                     for key, value in figures.items():
                         smaller_is_worse = key in ("saturation_rps", "offered_rps")
                         if key not in worst or (
