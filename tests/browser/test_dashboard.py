@@ -189,7 +189,7 @@ def test_form_422_messages_next_to_fields(new_tab: Any) -> None:
     page.get_by_role("button", name="Start run").click()
     error = page.locator("[data-error-for='duration_ms']")
     error.wait_for(state="visible")
-    assert "greater than 0" in error.inner_text()
+    assert "greater than or equal to 0.001" in error.inner_text()
     assert page.locator(".field.invalid [data-path='duration_ms']").count() == 1
     assert page.url.endswith("/runs/new")
     tab.screenshot("new-run-422")
