@@ -330,7 +330,7 @@ def model_note(table: Platform) -> str:
     if table.driver != "intel_idle":
         return (
             f"not modelled for this family: {table.name} is simulated at the OS level ({table.driver}); "
-            f"its core and power figures rest on {table.modelled_on}'s estimates as placeholders, "
+            f"its core and power figures rest on {table.modelled_on}'s estimates as stand-ins, "
             "not a model of the hardware, and it has no package C-states"
         )
     return (

@@ -16,6 +16,7 @@ measured distribution that is not uniform can be resampled. Pure vocabulary: the
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -34,9 +35,9 @@ class _Interval(BaseModel):
         "for wult, the wake-up and its armer thread's work. A model parameter, not a kernel fact.",
     )
 
+    @abstractmethod
     def quantiles(self) -> list[float]:
         """The distribution as its quantile function's points (us), evenly spaced in probability."""
-        raise NotImplementedError
 
     def mean_us(self) -> float:
         """The mean time between expiries: the rearm delay plus the piecewise-linear mean."""
