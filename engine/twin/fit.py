@@ -223,9 +223,10 @@ class Problem(NamedTuple):
     machine_terms: tuple[Term, ...] = ()  # the CPUs' figures all together
     class_rates_hz: tuple[float, ...] = ()  # per class, the whole machine's entries per idle second
     polls: bool = True  # the load map has polling work
+    holds: bool = False  # the load map has latency holds
 
     def load_map(self) -> LoadMap:
-        return LoadMap(self.n_classes, self.class_rates_hz or None, self.polls)
+        return LoadMap(self.n_classes, self.class_rates_hz or None, self.polls, self.holds)
 
 
 def config_for(problem: Problem, x: Sequence[float]) -> SimConfig:
@@ -421,7 +422,15 @@ def fit_twin(
             out.append(tuple(objective_terms(figures(sub, names), disabled)) if mine else ())
         return tuple(out)
 
-    rate = figures(counters, names).entries_per_idle_s
+    whole_figures = figures(counters, names)
+    rate = whole_figures.entries_per_idle_s
+    # Latency holds only where the objective sees POLL (from 1% of entries, as every state): a
+    # latency limit is what makes menu choose POLL and time out of it (LatencyHolds).
+    holds = (
+        base_table.states[0].is_poll
+        and not disabled[0]
+        and whole_figures.states[names[0]].entry_share >= SHARE_MIN_ENTRIES
+    )
     class_rates = tuple(
         figures(counters[:, classes_all == k], names).entries_per_idle_s for k in range(n_classes)
     )
@@ -468,6 +477,7 @@ def fit_twin(
             machine_terms=tuple(objective_terms(figures(counters[:, judged, :], names), disabled)),
             class_rates_hz=class_rates,
             polls=polls,
+            holds=holds,
         )
         return problem, repeats
 

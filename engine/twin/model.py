@@ -5,7 +5,9 @@ for every class the same follow-up chains, run time per wake-up and long timers 
 (a periodic hrtimer of the fitted period and a 2 s timer-wheel timer, both jittered); and polling
 work (`PollingWork`: delayed work whose reads sleep in short hrtimers the governor sees), of the
 same sleep and episode length everywhere, its share of the wake-ups per class. Every parameter is
-a load figure the counters are fitted to, not a kernel fact.
+a load figure the counters are fitted to, not a kernel fact. Where POLL has at least 1% of the
+entries, a latency request held for stretches (`LatencyHolds`, two shared parameters) is in the
+map too: only a latency limit makes menu choose POLL for stays it then times out of.
 
 A class is searched relative to its measured entries per idle second: how many wake-ups per
 second it has against that (`rate_ratio`), which share of the wake-ups that start a chain come in
@@ -59,14 +61,26 @@ POLLS_SHARED = (
 )
 POLLS_PER_CLASS = (Param("polls.share", 0.0, 0.6, False),)  # of the class's wake-ups
 POLL_STEP_US = 3.0  # PollingWork's handler (1 us) and read (2 us) defaults: estimates
+# Latency holds (`LatencyHolds`: a system-wide PM QoS request of 0 us, so POLL only), last: the
+# share of the time held and a hold's mean length, the same on every class.
+HOLDS_SHARED = (
+    Param("holds.time_share", -5.0, -2.0, True),  # 0.001% - 1% of the time
+    Param("holds.hold_us", 2.5, 5.0, True),  # 300 us - 100 ms on average
+)
 
 
 class LoadMap:
     """Parameter vectors <-> the load of `n_classes` CPU classes, each relative to its measured
     entries per idle second (`rates_hz`, one per class)."""
 
-    def __init__(self, n_classes: int, rates_hz: Sequence[float] | None = None, polls: bool = True) -> None:
-        self.n_classes, self.polls = n_classes, polls
+    def __init__(
+        self,
+        n_classes: int,
+        rates_hz: Sequence[float] | None = None,
+        polls: bool = True,
+        holds: bool = False,
+    ) -> None:
+        self.n_classes, self.polls, self.holds = n_classes, polls, holds
         self.rates_hz = list(rates_hz) if rates_hz is not None else [20.0] * n_classes
         self.params: list[Param] = list(SHARED)
         for k in range(n_classes):
@@ -75,6 +89,8 @@ class LoadMap:
             self.params += list(POLLS_SHARED)
             for k in range(n_classes):
                 self.params += [p._replace(name=f"class{k}.{p.name}") for p in POLLS_PER_CLASS]
+        if holds:
+            self.params += list(HOLDS_SHARED)
 
     @property
     def bounds(self) -> list[tuple[float, float]]:
@@ -108,6 +124,8 @@ class LoadMap:
             extra: dict[str, Any] = {}
             if share > 0:
                 extra["polls"] = polling(rate_hz * share, v["polls.sleep_us"], v["polls.sleeps_mean"])
+            if self.holds:
+                extra["latency_holds"] = latency_holds(v["holds.time_share"], v["holds.hold_us"])
             out.append(
                 {
                     "cpus": cpus,
@@ -141,6 +159,11 @@ def polling(rate_hz: float, sleep_us: float, sleeps_mean: float) -> dict[str, fl
         "sleep_us": sleep_us,
         "sleeps_mean": sleeps_mean,
     }
+
+
+def latency_holds(time_share: float, hold_us: float) -> dict[str, float]:
+    """A `LatencyHolds` of mean `hold_us` held `time_share` of the time, asking for 0 us."""
+    return {"hold_us": hold_us, "gap_ms": hold_us * (1.0 - time_share) / time_share / 1e3, "limit_us": 0.0}
 
 
 def bursts(rate_hz: float, share: float, events: float, burst_rate_hz: float) -> dict[str, float]:
