@@ -10,7 +10,7 @@ import pytest
 
 from engine import SimConfig, simulate
 from engine.load import draw_load
-from tests.engine.conftest import make_config, quiet
+from tests.engine.conftest import make_config, quiet, simulate_uncompiled
 
 T_END = 20_000_000_000  # 20 s
 HOLDS = {"hold_us": 10_000.0, "gap_ms": 90.0}
@@ -115,3 +115,11 @@ def test_the_fit_map_holds_the_share_of_time_it_is_given() -> None:
         h = c["latency_holds"]
         assert h["limit_us"] == 0.0 and h["hold_us"] == pytest.approx(1_000.0)
         assert h["hold_us"] / (h["hold_us"] + 1e3 * h["gap_ms"]) == pytest.approx(1e-3)
+
+
+def test_holds_run_the_same_without_the_jit() -> None:
+    cfg = _config({**OTHER, "latency_holds": {"hold_us": 2_000.0, "gap_ms": 20.0}}, ms=300.0)
+    (uncompiled,) = simulate_uncompiled([cfg])
+    compiled = simulate(cfg)
+    assert next(s for s in compiled.states if s.name == "POLL").usage > 100
+    assert uncompiled == compiled.model_dump_json()
