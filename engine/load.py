@@ -8,10 +8,11 @@ stream per (class, source), so a CPU's arrivals depend on neither the number of 
 other classes, and the same seed gives common random numbers across load parameters (what a fit
 needs to compare two parameter sets).
 
-The simulation gets two things from here (`LoadArrivals`): timer rows, each CPU's expiries of one
+The simulation gets these from here (`LoadArrivals`): timer rows, each CPU's expiries of one
 timer as a sorted sequence (the kernel re-arms the timer with the next one, and the governor sees
 it), and the governor-invisible wake-ups merged per CPU with their run time each (the kernel
-takes them like device interrupts, with the interrupt handler time of `wakeups.interrupts`).
+takes them like device interrupts, with the interrupt handler time of `wakeups.interrupts`),
+and a third: the spans where a latency hold lowers the governor's latency limit (`HeldLimits`).
 """
 
 from __future__ import annotations

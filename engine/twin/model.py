@@ -7,7 +7,9 @@ work (`PollingWork`: delayed work whose reads sleep in short hrtimers the govern
 same sleep and episode length everywhere, its share of the wake-ups per class. Every parameter is
 a load figure the counters are fitted to, not a kernel fact. Where POLL has at least 1% of the
 entries, a latency request held for stretches (`LatencyHolds`, two shared parameters) is in the
-map too: only a latency limit makes menu choose POLL for stays it then times out of.
+map too: only a latency limit makes menu choose POLL for stays it then times out of. Where the
+counters show two states whose stays the governor foresaw, a second polling work of its own
+sleep is in the map (`poll_sleeps_us`; the fit's `foreseen_stays_us`).
 
 A class is searched relative to its measured entries per idle second: how many wake-ups per
 second it has against that (`rate_ratio`), which share of the wake-ups that start a chain come in
