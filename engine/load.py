@@ -8,10 +8,11 @@ stream per (class, source), so a CPU's arrivals depend on neither the number of 
 other classes, and the same seed gives common random numbers across load parameters (what a fit
 needs to compare two parameter sets).
 
-The simulation gets two things from here (`LoadArrivals`): timer rows, each CPU's expiries of one
+The simulation gets these from here (`LoadArrivals`): timer rows, each CPU's expiries of one
 timer as a sorted sequence (the kernel re-arms the timer with the next one, and the governor sees
 it), and the governor-invisible wake-ups merged per CPU with their run time each (the kernel
-takes them like device interrupts, with the interrupt handler time of `wakeups.interrupts`).
+takes them like device interrupts, with the interrupt handler time of `wakeups.interrupts`),
+and a third: the spans where a latency hold lowers the governor's latency limit (`HeldLimits`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ from engine.load_config import (
     MAX_LOAD_TIMERS,
     BurstSource,
     FollowUps,
+    LatencyHolds,
     LoadClass,
     LongTimer,
     PollingWork,
 )
 from engine.streams import N_SOURCES, exponential, normal_quantile, stream_seeds, uniform
+
+INF_NS = np.iinfo(np.int64).max  # no limit held
 
 # Per class: one stream per timer slot, then the bursts, the follow-ups and the run times.
 _STREAM_BURSTS = MAX_LOAD_TIMERS
@@ -44,7 +48,10 @@ N_LOAD_STREAMS = MAX_LOAD_CLASSES * STREAMS_PER_CLASS
 # Polling work (`LoadClass.polls`): one stream per class after all of the above (stream_seeds'
 # first words do not change when more are asked for, so the other streams stay as they were).
 _STREAM_POLLS = N_LOAD_STREAMS
-N_ALL_LOAD_STREAMS = N_LOAD_STREAMS + MAX_LOAD_CLASSES
+# Latency holds (`LoadClass.latency_holds`): one more per class, after those; a system-wide
+# request draws its holds from CPU 0's word of it, the same for every CPU of the class.
+_STREAM_HOLDS = N_LOAD_STREAMS + MAX_LOAD_CLASSES
+N_ALL_LOAD_STREAMS = N_LOAD_STREAMS + 2 * MAX_LOAD_CLASSES
 
 # kernel/time/timer.c: LVL_CLK_SHIFT = 3, LVL_BITS = 6; level n's buckets are LVL_GRAN(n) = 8^n
 # jiffies wide and hold timeouts from LVL_START(n) = 63 << 3(n-1) jiffies (calc_wheel_index()).
@@ -63,6 +70,16 @@ class TimerRow(NamedTuple):
     timer_wheel: bool  # a timer-wheel timer keeps the tick; an hrtimer only without high-res timers
 
 
+class HeldLimits(NamedTuple):
+    """The latency limit the load's holds set, per CPU: from start[i] to end[i] (exclusive), the
+    limit limit_ns[i]; CPU c's spans are off[c] to off[c + 1], increasing and disjoint."""
+
+    start: np.ndarray
+    end: np.ndarray
+    limit_ns: np.ndarray
+    off: np.ndarray
+
+
 class LoadArrivals(NamedTuple):
     """What the load adds to a run."""
 
@@ -70,11 +87,13 @@ class LoadArrivals(NamedTuple):
     wake_t: np.ndarray  # governor-invisible wake-ups of every CPU, back to back, sorted per CPU
     wake_work: np.ndarray  # the CPU time each one runs after its handler (ns)
     wake_off: np.ndarray  # CPU c's are wake_t[wake_off[c]:wake_off[c + 1]]
+    holds: HeldLimits
 
 
 def load_seeds(seed: int, n_cpus: int) -> np.ndarray:
     """The load's generators, shape (n_cpus, N_ALL_LOAD_STREAMS): class k's stream j is column
-    k * STREAMS_PER_CLASS + j; its polling work's is column _STREAM_POLLS + k."""
+    k * STREAMS_PER_CLASS + j; its polling work's is column _STREAM_POLLS + k, its latency
+    holds' _STREAM_HOLDS + k."""
     return stream_seeds(seed, n_cpus, N_SOURCES + N_ALL_LOAD_STREAMS)[:, N_SOURCES:]
 
 
@@ -96,6 +115,7 @@ def draw_load(config: SimConfig, n_cpus: int, t_end: int) -> LoadArrivals:
     wake_cpu: list[np.ndarray] = []
     wake_t: list[np.ndarray] = []
     wake_work: list[np.ndarray] = []
+    held: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []  # mask, starts, ends, limit
     for k, load_class in enumerate(config.wakeups.load):
         mask = class_cpus(load_class, n_cpus)
         streams = seeds[:, k * STREAMS_PER_CLASS : (k + 1) * STREAMS_PER_CLASS]
@@ -132,17 +152,72 @@ def draw_load(config: SimConfig, n_cpus: int, t_end: int) -> LoadArrivals:
         wake_cpu.append(np.repeat(np.arange(n_cpus, dtype=np.int64), np.diff(invisible_off)))
         wake_t.append(invisible_t)
         wake_work.append(work)
+        if load_class.latency_holds is not None:  # after the draws above: they stay as they were
+            h = load_class.latency_holds
+            starts, ends = _draw_holds(seeds[0, _STREAM_HOLDS + k], t_end, h)
+            held.append((mask, starts, ends, int(round(h.limit_us * 1000))))
+            # wake_up_all_idle_cpus() at each change: one wake-up per start and end, no run time.
+            edges = np.sort(np.concatenate([starts, ends[ends < t_end]]))
+            cpus = np.flatnonzero(mask)
+            wake_cpu.append(np.repeat(cpus, len(edges)))
+            wake_t.append(np.tile(edges, len(cpus)))
+            wake_work.append(np.zeros(len(edges) * len(cpus), dtype=np.int64))
         if load_class.polls is not None:  # after the class's other rows: they stay as they were
             rows += _draw_polls(seeds[:, _STREAM_POLLS + k], mask, t_end, load_class.polls, jiffy_ns)
+    holds = held_limits(held, n_cpus)
     if not wake_t:
         t, o = _empty(n_cpus)
-        return LoadArrivals(rows, t, np.empty(0, dtype=np.int64), o)
+        return LoadArrivals(rows, t, np.empty(0, dtype=np.int64), o, holds)
     cpu = np.concatenate(wake_cpu)
     times = np.concatenate(wake_t)
     works = np.concatenate(wake_work)
     order = np.lexsort((times, cpu))  # stable: classes in order on equal times
     off = np.searchsorted(cpu[order], np.arange(n_cpus + 1)).astype(np.int64)
-    return LoadArrivals(rows, times[order], works[order], off)
+    return LoadArrivals(rows, times[order], works[order], off, holds)
+
+
+def held_limits(held: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], n_cpus: int) -> HeldLimits:
+    """Each CPU's spans of a held latency limit: where classes' holds overlap on a CPU, the
+    lowest request holds (pm_qos_update_target() keeps the minimum of the requests)."""
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    limits: list[np.ndarray] = []
+    counts = np.zeros(n_cpus, dtype=np.int64)
+    groups: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for c in range(n_cpus):
+        mine = tuple(j for j, h in enumerate(held) if h[0][c])
+        if not mine:
+            continue
+        if mine not in groups:
+            groups[mine] = _union_of_holds([held[j] for j in mine])
+        s, e, lim = groups[mine]
+        starts.append(s)
+        ends.append(e)
+        limits.append(lim)
+        counts[c] = len(s)
+    off = np.zeros(n_cpus + 1, dtype=np.int64)
+    off[1:] = np.cumsum(counts)
+    if not starts:
+        empty = np.empty(0, dtype=np.int64)
+        return HeldLimits(empty, empty.copy(), empty.copy(), off)
+    return HeldLimits(np.concatenate(starts), np.concatenate(ends), np.concatenate(limits), off)
+
+
+def _union_of_holds(
+    held: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint spans where some hold is on, each with the lowest limit held over it."""
+    if len(held) == 1:
+        _, s, e, lim = held[0]
+        return s, e, np.full(len(s), lim, dtype=np.int64)
+    edges = np.unique(np.concatenate([a for _, s, e, _ in held for a in (s, e)]))
+    lowest = np.full(len(edges), INF_NS, dtype=np.int64)
+    for _, s, e, lim in held:
+        i = np.searchsorted(s, edges, side="right") - 1
+        on = (i >= 0) & (e[np.maximum(i, 0)] > edges)
+        lowest = np.where(on, np.minimum(lowest, lim), lowest)
+    keep = lowest[:-1] < INF_NS  # span [edges[i], edges[i + 1]) held at lowest[i]
+    return edges[:-1][keep], edges[1:][keep], lowest[:-1][keep]
 
 
 def merge_wakeups(
@@ -236,6 +311,19 @@ def _draw_polls(
         TimerRow(starts[: starts_off[-1]], starts_off, handler_ns, work_ns, True),
         TimerRow(sleeps[: sleeps_off[-1]], sleeps_off, handler_ns, work_ns, False),
     ]
+
+
+def _draw_holds(word: np.uint64, t_end: int, h: LatencyHolds) -> tuple[np.ndarray, np.ndarray]:
+    """The holds' starts and ends in [0, t_end) (an end may be t_end: held to the run's end)."""
+    gap_ns, hold_ns = h.gap_ms * 1e6, h.hold_us * 1e3
+    room = int(2.0 * t_end / (gap_ns + hold_ns)) + 16
+    while True:
+        starts = np.empty(room, dtype=np.int64)
+        ends = np.empty(room, dtype=np.int64)
+        n = _holds(np.array([word], dtype=np.uint64), t_end, gap_ns, hold_ns, starts, ends)
+        if n >= 0:
+            return starts[:n], ends[:n]
+        room *= 2
 
 
 def _empty(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -454,6 +542,25 @@ def _follow_ups(
                 k += 1
     off[n] = k
     return True
+
+
+@compiled()
+def _holds(
+    state: np.ndarray, t_end: int, gap_ns: float, hold_ns: float, starts: np.ndarray, ends: np.ndarray
+) -> int:
+    """Alternating gaps and holds from 0, starting in a gap (a hold at a stationary phase would
+    rarely matter and ties the first one to the run's start); -1 when the buffers are too small."""
+    k = 0
+    t = exponential(state, 0, gap_ns)
+    while t < t_end:
+        if k >= starts.shape[0]:
+            return -1
+        end = t + max(exponential(state, 0, hold_ns), 1.0)
+        starts[k] = int(t)
+        ends[k] = min(int(end), t_end)
+        k += 1
+        t = end + exponential(state, 0, gap_ns)
+    return k
 
 
 @compiled()

@@ -157,6 +157,41 @@ class PollingWork(_Model):
         return 1e6 * (1.0 + self.sleeps_mean) / cycle_us
 
 
+class LatencyHolds(_Model):
+    """A PM QoS CPU latency request raised for stretches of time, such as a driver's transfer.
+
+    A driver that cannot stand wake-up latency for a while asks for the lowest one and gives the
+    request back after: i915 around every DisplayPort AUX transfer (intel_dp_aux_xfer() in
+    drivers/gpu/drm/i915/display/intel_dp_aux.c: `cpu_latency_qos_update_request(&intel_dp->pm_qos,
+    0)`, then PM_QOS_DEFAULT_VALUE). The CPU latency request is system-wide: menu and teo read it
+    at every selection (`cpuidle_governor_latency_req()`, drivers/cpuidle/governor.c), and each
+    change of the aggregate wakes every idle CPU (`cpu_latency_qos_apply()` ->
+    `wake_up_all_idle_cpus()`, kernel/power/qos.c) so that it selects again. With `limit_us` 0
+    menu returns POLL at once (`latency_req == 0`, menu_select()) and keeps the tick; POLL ends
+    by `cpuidle_poll_time()`'s time-out and is entered again: back-to-back POLL stays for the
+    length of the hold.
+
+    Holds alternate with gaps, both of exponential length; the same holds on every CPU of the
+    class (one system-wide request), drawn from the class's own stream. The wake-ups at each
+    hold's start and end are taken as governor-invisible wake-ups with no run time. Every figure
+    is a load parameter, not a kernel fact.
+    """
+
+    hold_us: Annotated[float, Field(gt=0, le=10_000_000)] = Field(
+        default=1_000.0, description="Mean length of a hold (exponential)."
+    )
+    gap_ms: Annotated[float, Field(gt=0, le=100_000_000)] = Field(
+        default=1_000.0, description="Mean time between holds (exponential)."
+    )
+    limit_us: Annotated[float, Field(ge=0, le=10_000)] = Field(
+        default=0.0, description="The latency the request asks for while held (0: POLL only)."
+    )
+
+    def expected_rate_hz(self) -> float:
+        """Wake-ups per second on each CPU: the start and the end of every hold."""
+        return 2e6 / (self.hold_us + 1e3 * self.gap_ms)
+
+
 class LoadClass(_Model):
     """A class of CPUs and the idle load they carry.
 
@@ -173,14 +208,18 @@ class LoadClass(_Model):
     polls: PollingWork | None = Field(
         default=None, description="Polling work with short governor-visible sleeps (off by default)."
     )
+    latency_holds: LatencyHolds | None = Field(
+        default=None, description="A PM QoS CPU latency request held for stretches (off by default)."
+    )
 
     @model_serializer(mode="wrap")
-    def _omit_no_polls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Without polls a class serialises as before they existed: its config's hash and every
-        # stored config stay byte-identical.
+    def _omit_unused_sources(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Without polls or latency holds a class serialises as before they existed: its config's
+        # hash and every stored config stay byte-identical.
         data: dict[str, Any] = handler(self)
-        if self.polls is None:
-            data.pop("polls", None)
+        for name in ("polls", "latency_holds"):
+            if getattr(self, name) is None:
+                data.pop(name, None)
         return data
 
     def expected_rate_hz(self) -> float:
@@ -194,4 +233,6 @@ class LoadClass(_Model):
             rate /= 1.0 - self.follow_ups.probability
         if self.polls is not None:  # polls start no follow-ups
             rate += self.polls.expected_rate_hz()
+        if self.latency_holds is not None:  # nor do the wake-ups of a hold's start and end
+            rate += self.latency_holds.expected_rate_hz()
         return rate

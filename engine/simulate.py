@@ -292,6 +292,7 @@ class _Prepared:
             has = off[1:] > off[:-1]
             cs[has, col] = times[off[:-1][has]]
         cs[:, K.C_INC_PTR] = self.inc_off[:-1]
+        cs[:, K.C_HOLD_PTR] = load.holds.off[:-1]
         cs[:, K.C_SIGNAL_AT] = INF
         cs[:, K.C_Q_OWNER] = cpus
         cs[:, K.C_SOCKET] = socket_of
@@ -349,6 +350,8 @@ class _Prepared:
             snd_t=self.snd_t, snd_dst=self.snd_dst,
             snd_off=self.snd_off, ssnd_t=self.ssnd_t, ssnd_dst=self.ssnd_dst, ssnd_off=self.ssnd_off,
             inc_t=self.inc_t, inc_off=self.inc_off,
+            hold_start=load.holds.start, hold_end=load.holds.end, hold_limit=load.holds.limit_ns,
+            hold_off=load.holds.off,
         )
         self.stats = K.Stats(
             st=self.st, ssum=self.ssum, lat_buf=self.lat_buf, lat_off=self.lat_off, lat_cnt=self.lat_cnt,

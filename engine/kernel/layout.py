@@ -55,8 +55,9 @@ import numpy as np
     C_IRQ_WORK,  # the work drawn for the next device interrupt (irq_tw[C_IRQ_PTR, 1])
     C_SEND_NEXT,  # snd_t[C_SEND_PTR], INF past the last: read by every schedule() while running
     C_SSEND_NEXT,  # ssnd_t[C_SSEND_PTR], likewise
+    C_HOLD_PTR,  # the first of the load's latency holds (hold_*) not yet over at the last selection
     N_CPU_COLS,
-) = range(42)
+) = range(43)
 
 # C_TICK_STOPPED with RCU callbacks waiting on a CPU whose tick is already stopped:
 # tick_nohz_next_event() takes the next event a jiffy after the last one and, the tick being
@@ -271,6 +272,12 @@ class Arrivals(NamedTuple):
     ssnd_off: np.ndarray
     inc_t: np.ndarray  # for the oracle: the requests each CPU will receive, by target
     inc_off: np.ndarray
+    # The load's latency holds (engine.load.HeldLimits): CPU c's spans from hold_off[c], each
+    # holding the latency limit at hold_limit from hold_start (inclusive) to hold_end.
+    hold_start: np.ndarray
+    hold_end: np.ndarray
+    hold_limit: np.ndarray
+    hold_off: np.ndarray
 
 
 class Stats(NamedTuple):

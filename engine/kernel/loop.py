@@ -47,6 +47,7 @@ from engine.kernel.layout import (
     C_EV_ARG,
     C_EV_KIND,
     C_FREE_AT,
+    C_HOLD_PTR,
     C_IDLE_START,
     C_INC_PTR,
     C_IRQ_NEXT,
@@ -515,9 +516,10 @@ def _enter_idle(
         if p < inc_off[c + 1]:
             oracle = min(oracle, inc_t[p])
         oracle = max(oracle - t_start, 0)
+    latency_req = _latency_req(cs, c, t_start, ip[I_LAT_REQ], arr)
     idx, stop = select_state(
         ip[I_GOV], ip[I_GOV_VARIANT], g, c, tab.res_ns, tab.exit_ns, tab.enabled, ip[I_IS_POLL0] == 1,
-        ip[I_LAT_REQ], sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
+        latency_req, sleep_length, delta_tick, tick_stopped, tick_ns, ip[I_FIXED_IDX], oracle,
         cs[c, C_NOHZ_FULL] == 1,
     )
     g[c, G_TICK_WAKEUP] = 0  # read by the governor's update above; set again by a tick in POLL
@@ -546,6 +548,19 @@ def _enter_idle(
     mech = ip[I_MECH]
     if mech == MECH_TIF or (mech == MECH_RFC and not (idx == 0 and ip[I_IS_POLL0] == 1)):
         word_write(cs, seen, ctr, fp, c, c, True)  # IDLE / set polling
+
+
+@compiled(inline=True)
+def _latency_req(cs: np.ndarray, c: int, t_start: int, latency_req: int, arr: Arrivals) -> int:
+    """cpuidle_governor_latency_req(): the configured limit, or a lower one the load holds now."""
+    p = cs[c, C_HOLD_PTR]
+    end = arr.hold_off[c + 1]
+    while p < end and arr.hold_end[p] <= t_start:
+        p += 1
+    cs[c, C_HOLD_PTR] = p
+    if p < end and arr.hold_start[p] <= t_start:
+        return min(latency_req, arr.hold_limit[p])
+    return latency_req
 
 
 @compiled(inline=True)

@@ -61,6 +61,12 @@ TASK_MULTIPLE = 4  # tasks per generation: balanced on one, two or four workers
 # by its tolerance, so 1 is the edge of the goal.
 SHARE_MIN_FOR_RATIOS = 0.05  # states with at least 5% of entries: ratios and mean stay judged
 SHARE_MIN_ENTRIES = 0.01  # entry share in the objective from 1% of entries
+# A state whose stays the governor foresaw (foreseen_stays_us; choices, not kernel facts): from 5%
+# of the entries (the goal's threshold for a state's ratios), the above ratio within the goal's
+# 0.10 of 0, and at most 15% of its stays reaching the next state's target residency.
+FORESEEN_MIN_SHARE = 0.05
+FORESEEN_MAX_ABOVE = 0.10
+FORESEEN_MAX_BELOW = 0.15
 TIME_SHARE_MIN = 0.01
 TOLERANCE = {
     "entry_share": 0.05,
@@ -223,9 +229,13 @@ class Problem(NamedTuple):
     machine_terms: tuple[Term, ...] = ()  # the CPUs' figures all together
     class_rates_hz: tuple[float, ...] = ()  # per class, the whole machine's entries per idle second
     polls: bool = True  # the load map has polling work
+    holds: bool = False  # the load map has latency holds
+    poll_sleeps_us: tuple[tuple[float, float] | None, ...] | None = None  # per polling work
 
     def load_map(self) -> LoadMap:
-        return LoadMap(self.n_classes, self.class_rates_hz or None, self.polls)
+        return LoadMap(
+            self.n_classes, self.class_rates_hz or None, self.polls, self.holds, self.poll_sleeps_us
+        )
 
 
 def config_for(problem: Problem, x: Sequence[float]) -> SimConfig:
@@ -274,12 +284,16 @@ def off_rate_distance(problem: Problem, x: Sequence[float]) -> float | None:
     moves back, and a wild corner of the box costs no time). None for a load within the span."""
     worst = 0.0
     present = sorted(set(problem.classes))  # classes without CPUs have no load
-    for load, k in zip(problem.load_map().load(x, problem.classes), present, strict=True):
+    loads = problem.load_map().load(x, problem.classes)
+    # After the classes' own loads: the second polling work's, on the same CPUs as one of them.
+    expected = [LoadClass.model_validate(load).expected_rate_hz() for load in loads]
+    for j in range(len(present), len(loads)):
+        expected[next(i for i in range(len(present)) if loads[i]["cpus"] == loads[j]["cpus"])] += expected[j]
+    for k, hz in zip(present, expected, strict=False):
         rate = next((t.measured for t in problem.class_terms[k] if t.figure == "entries_per_idle_s"), None)
         if rate is None:
             continue
-        expected = LoadClass.model_validate(load).expected_rate_hz()
-        worst = max(worst, abs(math.log(max(expected, 1e-9) / max(rate, 1e-9))))
+        worst = max(worst, abs(math.log(max(hz, 1e-9) / max(rate, 1e-9))))
     return OFF_RATE_DISTANCE + worst if worst > math.log(RATE_SPAN) else None
 
 
@@ -421,7 +435,18 @@ def fit_twin(
             out.append(tuple(objective_terms(figures(sub, names), disabled)) if mine else ())
         return tuple(out)
 
-    rate = figures(counters, names).entries_per_idle_s
+    whole_figures = figures(counters, names)
+    rate = whole_figures.entries_per_idle_s
+    # Latency holds only where the objective sees POLL (from 1% of entries, as every state): a
+    # latency limit is what makes menu choose POLL and time out of it (LatencyHolds).
+    holds = (
+        base_table.states[0].is_poll
+        and not disabled[0]
+        and whole_figures.states[names[0]].entry_share >= SHARE_MIN_ENTRIES
+    )
+    # One polling work over the whole sleep range, and a second one in the range of a second state
+    # whose stays the governor foresaw, where the counters show one (foreseen_stays_us).
+    poll_sleeps = (None, *foreseen_stays_us(whole_figures, base_table, disabled)[1:])
     class_rates = tuple(
         figures(counters[:, classes_all == k], names).entries_per_idle_s for k in range(n_classes)
     )
@@ -468,6 +493,8 @@ def fit_twin(
             machine_terms=tuple(objective_terms(figures(counters[:, judged, :], names), disabled)),
             class_rates_hz=class_rates,
             polls=polls,
+            holds=holds,
+            poll_sleeps_us=poll_sleeps,
         )
         return problem, repeats
 
@@ -579,6 +606,29 @@ def fit_twin(
         check_seed=check_seed,
         goal_met=not misses,
     )
+
+
+def foreseen_stays_us(
+    measured: Figures, table: Platform, disabled: Sequence[bool]
+) -> tuple[tuple[float, float], ...]:
+    """A sleep range per state whose stays the governor foresaw, at most two, the most entered
+    first: a state (not POLL, not the deepest enabled) with at least
+    FORESEEN_MIN_SHARE of the entries, few of its stays shorter than its target residency (above
+    ratio at most FORESEEN_MAX_ABOVE) and few reaching the next state's (below ratio at most
+    FORESEEN_MAX_BELOW), as the ends of sleeps the governor sees make them; the range is half to
+    twice the state's mean stay."""
+    enabled = [i for i, d in enumerate(disabled) if not d]
+    found = []
+    for i in enabled[:-1]:
+        state = table.states[i]
+        f = measured.states[state.name]
+        if state.is_poll or f.entry_share < FORESEEN_MIN_SHARE or f.mean_stay_us is None:
+            continue
+        if (f.above_ratio or 0.0) <= FORESEEN_MAX_ABOVE and (f.below_ratio or 0.0) <= FORESEEN_MAX_BELOW:
+            low, high = max(f.mean_stay_us / 2, 5.0), min(f.mean_stay_us * 2, 20_000.0)
+            found.append((f.entry_share, (low, high)))
+    found.sort(key=lambda e: -e[0])
+    return tuple(r for _, r in found[:2])
 
 
 def check_configs(config: SimConfig, runs: int) -> list[SimConfig]:

@@ -5,7 +5,11 @@ for every class the same follow-up chains, run time per wake-up and long timers 
 (a periodic hrtimer of the fitted period and a 2 s timer-wheel timer, both jittered); and polling
 work (`PollingWork`: delayed work whose reads sleep in short hrtimers the governor sees), of the
 same sleep and episode length everywhere, its share of the wake-ups per class. Every parameter is
-a load figure the counters are fitted to, not a kernel fact.
+a load figure the counters are fitted to, not a kernel fact. Where POLL has at least 1% of the
+entries, a latency request held for stretches (`LatencyHolds`, two shared parameters) is in the
+map too: only a latency limit makes menu choose POLL for stays it then times out of. Where the
+counters show two states whose stays the governor foresaw, a second polling work of its own
+sleep is in the map (`poll_sleeps_us`; the fit's `foreseen_stays_us`).
 
 A class is searched relative to its measured entries per idle second: how many wake-ups per
 second it has against that (`rate_ratio`), which share of the wake-ups that start a chain come in
@@ -17,6 +21,7 @@ Log-scaled parameters are searched as their base-10 logarithm.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -57,24 +62,54 @@ POLLS_SHARED = (
     Param("polls.sleep_us", 0.7, 3.3, True),  # 5 us - 2 ms: read_poll_timeout()'s sleep_us
     Param("polls.sleeps_mean", 0.0, 2.5, True),  # 1 - 300 sleeps per episode on average
 )
-POLLS_PER_CLASS = (Param("polls.share", 0.0, 0.6, False),)  # of the class's wake-ups
 POLL_STEP_US = 3.0  # PollingWork's handler (1 us) and read (2 us) defaults: estimates
+# With `poll_sleeps_us` (one range per polling work, None for POLLS_SHARED's; see LoadMap) each
+# work's sleep is searched in its own range; the second work (another driver's
+# read_poll_timeout()) is one class more per class in `wakeups.load`, after all of them, on the
+# same CPUs and holding only its polls.
+POLL_WORKS = ("polls", "polls2")
+POLL_SHARE_MAX = (0.6, 0.4)  # per class, of its wake-ups: together at most all of them
+# Latency holds (`LatencyHolds`: a system-wide PM QoS request of 0 us, so POLL only), last: the
+# share of the time held and a hold's mean length, the same on every class.
+HOLDS_SHARED = (
+    Param("holds.time_share", -5.0, -2.0, True),  # 0.001% - 1% of the time
+    Param("holds.hold_us", 2.5, 5.0, True),  # 300 us - 100 ms on average
+)
 
 
 class LoadMap:
     """Parameter vectors <-> the load of `n_classes` CPU classes, each relative to its measured
-    entries per idle second (`rates_hz`, one per class)."""
+    entries per idle second (`rates_hz`, one per class). `poll_sleeps_us`: the sleep range of
+    each polling work (at most two; None: POLLS_SHARED's); unset, one polling work as before."""
 
-    def __init__(self, n_classes: int, rates_hz: Sequence[float] | None = None, polls: bool = True) -> None:
-        self.n_classes, self.polls = n_classes, polls
+    def __init__(
+        self,
+        n_classes: int,
+        rates_hz: Sequence[float] | None = None,
+        polls: bool = True,
+        holds: bool = False,
+        poll_sleeps_us: Sequence[tuple[float, float] | None] | None = None,
+    ) -> None:
+        self.n_classes, self.polls, self.holds = n_classes, polls, holds
+        if poll_sleeps_us is not None and len(poll_sleeps_us) > len(POLL_WORKS):
+            raise ValueError(f"poll_sleeps_us: at most {len(POLL_WORKS)} polling works")
+        ranges = [None] if poll_sleeps_us is None else list(poll_sleeps_us)
+        self.poll_works = len(ranges) if polls else 0
         self.rates_hz = list(rates_hz) if rates_hz is not None else [20.0] * n_classes
         self.params: list[Param] = list(SHARED)
         for k in range(n_classes):
             self.params += [p._replace(name=f"class{k}.{p.name}") for p in PER_CLASS]
-        if polls:
-            self.params += list(POLLS_SHARED)
+        for j in range(self.poll_works):
+            work, r = POLL_WORKS[j], ranges[j]
+            sleep = POLLS_SHARED[0]
+            if r is not None:
+                sleep = Param("polls.sleep_us", math.log10(r[0]), math.log10(r[1]), True)
+            self.params += [p._replace(name=p.name.replace("polls", work)) for p in (sleep, POLLS_SHARED[1])]
             for k in range(n_classes):
-                self.params += [p._replace(name=f"class{k}.{p.name}") for p in POLLS_PER_CLASS]
+                share = Param(f"class{k}.{work}.share", 0.0, POLL_SHARE_MAX[j], False)
+                self.params.append(share)
+        if holds:
+            self.params += list(HOLDS_SHARED)
 
     @property
     def bounds(self) -> list[tuple[float, float]]:
@@ -94,6 +129,7 @@ class LoadMap:
         timers = [{"kind": k, "period_us": us, "jitter": TIMER_JITTER} for k, us in periods_us.items()]
         timer_hz = sum(1e6 / us for us in periods_us.values())
         out = []
+        second: list[dict[str, Any]] = []  # the second polling work's classes, after all others
         cls = np.asarray(classes)
         for k in range(self.n_classes):
             cpus = np.flatnonzero(cls == k).tolist()
@@ -103,11 +139,17 @@ class LoadMap:
             # at timers and at invisible wake-ups, each 1 / (1 - p) wake-ups long.
             rate_hz = self.rates_hz[k] * v[f"class{k}.rate_ratio"]
             share = v.get(f"class{k}.polls.share", 0.0)
-            starts_hz = rate_hz * (1.0 - share) * (1.0 - p)
+            share2 = v.get(f"class{k}.polls2.share", 0.0)
+            starts_hz = rate_hz * max(1.0 - share - share2, 0.0) * (1.0 - p)
             invisible_hz = max(starts_hz - timer_hz, 0.0)
             extra: dict[str, Any] = {}
             if share > 0:
                 extra["polls"] = polling(rate_hz * share, v["polls.sleep_us"], v["polls.sleeps_mean"])
+            if self.holds:
+                extra["latency_holds"] = latency_holds(v["holds.time_share"], v["holds.hold_us"])
+            if share2 > 0:
+                polls2 = polling(rate_hz * share2, v["polls2.sleep_us"], v["polls2.sleeps_mean"])
+                second.append({"cpus": cpus, "polls": polls2})
             out.append(
                 {
                     "cpus": cpus,
@@ -127,7 +169,7 @@ class LoadMap:
                     **extra,
                 }
             )
-        return out
+        return out + second
 
 
 def polling(rate_hz: float, sleep_us: float, sleeps_mean: float) -> dict[str, float]:
@@ -141,6 +183,11 @@ def polling(rate_hz: float, sleep_us: float, sleeps_mean: float) -> dict[str, fl
         "sleep_us": sleep_us,
         "sleeps_mean": sleeps_mean,
     }
+
+
+def latency_holds(time_share: float, hold_us: float) -> dict[str, float]:
+    """A `LatencyHolds` of mean `hold_us` held `time_share` of the time, asking for 0 us."""
+    return {"hold_us": hold_us, "gap_ms": hold_us * (1.0 - time_share) / time_share / 1e3, "limit_us": 0.0}
 
 
 def bursts(rate_hz: float, share: float, events: float, burst_rate_hz: float) -> dict[str, float]:
