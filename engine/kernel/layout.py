@@ -244,7 +244,9 @@ class Hw(NamedTuple):
     pk_group: np.ndarray  # (pkg state, core) the core's group for that state
     pk_lo: np.ndarray  # (pkg state, group) the group's cores are pk_lo..pk_hi-1
     pk_hi: np.ndarray
-    pk_cnt: np.ndarray  # (pkg state, group) cores at >= pk_level
+    # (pkg state, group) cores not at >= pk_level (the state holds at 0): counting down, entering
+    # and leaving compare with 0, not with the group's size
+    pk_missing: np.ndarray
     pk_since: np.ndarray
     pk_time: np.ndarray
     pk_out_at: np.ndarray  # (pkg state, group) when the package's last exit from it completes
