@@ -120,7 +120,7 @@ def hardware_arrays(config: SimConfig, table: Platform, cores: int, threads: int
         pk_group=pk_group,
         pk_lo=pk_lo,
         pk_hi=pk_hi,
-        pk_cnt=np.zeros((n_j, n_groups), dtype=np.int64),
+        pk_missing=pk_hi - pk_lo,
         pk_since=np.zeros((n_j, n_groups), dtype=np.int64),
         pk_time=np.zeros((n_j, n_groups), dtype=np.int64),
         pk_out_at=np.zeros((n_j, n_groups), dtype=np.int64),
@@ -154,7 +154,7 @@ def _close_open(hw: K.Hw, cs: np.ndarray, t_end: int) -> tuple[np.ndarray, np.nd
     down = np.flatnonzero(hw.core_level > 0)
     core_time[down, hw.core_level[down]] += np.maximum(t_end - hw.core_since[down], 0)
     size = hw.pk_hi - hw.pk_lo
-    pk_full = (hw.pk_cnt == size) & (size > 0)
+    pk_full = (hw.pk_missing == 0) & (size > 0)
     pk_time[pk_full] += np.maximum(t_end - hw.pk_since[pk_full], 0)
     return thread_idle, core_time, pk_time
 

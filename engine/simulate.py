@@ -325,7 +325,7 @@ class _Prepared:
         self.lat_off = np.zeros(len(caps) + 1, dtype=np.int64)
         self.lat_off[1:] = np.cumsum(caps)
         self.lat_buf = np.empty(int(self.lat_off[-1]), dtype=np.int64)
-        self.lat_cnt = np.zeros(len(caps), dtype=np.int64)
+        self.lat_at = self.lat_off[:-1].copy()
         # The state of each wake and intr sample (sources 0 and 1), for the per-state figures.
         self.lat_state = np.empty(int(self.lat_off[K.L_INTR + 1]), dtype=np.int8)
         self.ctr = np.zeros(K.N_CTR, dtype=np.int64)
@@ -341,6 +341,11 @@ class _Prepared:
             res_ns=self.res_ns, exit_ns=self.exit_ns, enabled=self.enabled, irq_on=self.irq_on,
             direct_saving=self.direct_saving, entry_ns=self.entry_ns, exit_extra_ns=self.exit_extra_ns,
             median_ns=self.median_ns, sigma=self.sigma, exit_quantiles=exit_quantiles,
+            has_shallower=np.array([int(self.enabled[:i].any()) for i in range(S)], dtype=np.int64),
+            deeper_res_ns=np.array(
+                [next((self.res_ns[j] for j in range(i + 1, S) if self.enabled[j]), INF) for i in range(S)],
+                dtype=np.int64,
+            ),
         )
         self.arr = K.Arrivals(
             tm_next=self.tm_next, tm_period=self.tm_period, tm_handler=self.tm_handler, tm_work=self.tm_work,
@@ -354,7 +359,7 @@ class _Prepared:
             hold_off=load.holds.off,
         )
         self.stats = K.Stats(
-            st=self.st, ssum=self.ssum, lat_buf=self.lat_buf, lat_off=self.lat_off, lat_cnt=self.lat_cnt,
+            st=self.st, ssum=self.ssum, lat_buf=self.lat_buf, lat_off=self.lat_off, lat_at=self.lat_at,
             ctr=self.ctr, fsum=self.fsum, tl=self.tl, lat_state=self.lat_state,
         )
         self.hw = hardware_arrays(config, table, cores, threads)
@@ -364,6 +369,11 @@ class _Prepared:
         all_allowed = pkg_states > 0 and len(table.allows(config.package.limit)) == pkg_states
         ip[K.I_PKG_DEEP] = len(self.hw.pk_level) - 1 if all_allowed else -1
         schedule_all(cs, self.queue, ip, self.arr)
+
+    @property
+    def lat_cnt(self) -> np.ndarray:
+        """(source,) how many latency samples each source has."""
+        return self.lat_at - self.lat_off[:-1]
 
     def _timeline_rows(self) -> int:
         """Room for every idle period the timeline can record.

@@ -208,7 +208,9 @@ def typical_interval_on_ring(g: np.ndarray, c: int, typical: int) -> int:
             variance = variance >> u(3) if divisor == INTERVALS else variance // u(divisor)
         if variance <= u(_U64_MAX_DIV_36):
             if (avg * avg > variance * u(36) and divisor * 4 >= INTERVALS * 3) or variance <= u(400):
-                return int(avg)
+                # avg is below 2**32: as int64, so that the function returns int64 (numba unifies
+                # uint64 with int64 as float64, and the selection then compared floats).
+                return np.int64(avg)
         if divisor * 4 <= INTERVALS * 3:
             if keep_max and divisor >= INTERVALS // 2:
                 return mx

@@ -95,19 +95,20 @@ def exp_draw(rng: np.ndarray, c: int, mean_ns: float, is_exponential: bool) -> i
 
 @compiled(inline=True)
 def sample(stats: Stats, src: int, value: int) -> None:
-    i = stats.lat_cnt[src]
-    if stats.lat_off[src] + i < stats.lat_off[src + 1]:
-        stats.lat_buf[stats.lat_off[src] + i] = value
-        stats.lat_cnt[src] = i + 1
+    i = stats.lat_at[src]
+    if i < stats.lat_off[src + 1]:
+        stats.lat_buf[i] = value
+        stats.lat_at[src] = i + 1
 
 
 @compiled(inline=True)
 def sample_from(stats: Stats, src: int, value: int, s: int) -> None:
     """A wake-up's L_WAKE or L_INTR sample, and the state `s` it woke from."""
-    i = stats.lat_off[src] + stats.lat_cnt[src]
+    i = stats.lat_at[src]
     if i < stats.lat_off[src + 1]:
+        stats.lat_buf[i] = value
         stats.lat_state[i] = s
-    sample(stats, src, value)
+        stats.lat_at[src] = i + 1
 
 
 # --------------------------------------------------------------------------- cache-line traffic

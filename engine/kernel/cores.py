@@ -55,7 +55,7 @@ def _exit_row(cs: np.ndarray, hw: Hw, ip: np.ndarray, c: int, s: int, t: int) ->
     j = ip[I_PKG_DEEP]
     if j >= 0 and lv >= hw.pk_level[j]:
         g = hw.pk_group[j, hw.core_of[c]]
-        if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g] and hw.pk_since[j, g] <= t:
+        if hw.pk_missing[j, g] == 0 and hw.pk_since[j, g] <= t:
             return s
     return hw.state_row[s]
 
@@ -105,9 +105,9 @@ def hw_enter(cs: np.ndarray, hw: Hw, c: int, lv: int, start: int) -> None:
     for j in range(hw.pk_level.shape[0]):
         if level >= hw.pk_level[j]:
             g = hw.pk_group[j, core]
-            m = hw.pk_cnt[j, g] + 1
-            hw.pk_cnt[j, g] = m
-            if m == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
+            m = hw.pk_missing[j, g] - 1
+            hw.pk_missing[j, g] = m
+            if m == 0:
                 latest = since
                 for o in range(hw.pk_lo[j, g], hw.pk_hi[j, g]):
                     latest = max(latest, hw.core_since[o])
@@ -146,6 +146,6 @@ def hw_leave(cs: np.ndarray, hw: Hw, c: int, t: int, t_out: int) -> None:
     for j in range(hw.pk_level.shape[0]):
         if level >= hw.pk_level[j]:
             g = hw.pk_group[j, core]
-            if hw.pk_cnt[j, g] == hw.pk_hi[j, g] - hw.pk_lo[j, g]:
+            if hw.pk_missing[j, g] == 0:
                 hw.pk_time[j, g] += max(t - hw.pk_since[j, g], 0)
-            hw.pk_cnt[j, g] -= 1
+            hw.pk_missing[j, g] += 1

@@ -212,6 +212,10 @@ class Table(NamedTuple):
     median_ns: np.ndarray  # exit latency median
     sigma: np.ndarray  # exit latency log-normal shape
     exit_quantiles: np.ndarray  # (row, step): the exit latency's quantiles (streams.lognormal_table)
+    # cpuidle_enter_state()'s above and below tests by state, their neighbours found once per run:
+    # 1 when an enabled state lies below it; the next enabled state's residency above it (INF: none).
+    has_shallower: np.ndarray
+    deeper_res_ns: np.ndarray
 
 
 class Hw(NamedTuple):
@@ -241,7 +245,9 @@ class Hw(NamedTuple):
     pk_group: np.ndarray  # (pkg state, core) the core's group for that state
     pk_lo: np.ndarray  # (pkg state, group) the group's cores are pk_lo..pk_hi-1
     pk_hi: np.ndarray
-    pk_cnt: np.ndarray  # (pkg state, group) cores at >= pk_level
+    # (pkg state, group) cores not at >= pk_level (the state holds at 0): counting down, entering
+    # and leaving compare with 0, not with the group's size
+    pk_missing: np.ndarray
     pk_since: np.ndarray
     pk_time: np.ndarray
     pk_out_at: np.ndarray  # (pkg state, group) when the package's last exit from it completes
@@ -287,7 +293,7 @@ class Stats(NamedTuple):
     ssum: np.ndarray  # (S_*, state): latency sums
     lat_buf: np.ndarray  # latency samples of every source back to back; source j's from lat_off[j]
     lat_off: np.ndarray
-    lat_cnt: np.ndarray
+    lat_at: np.ndarray  # (source,) where its next sample goes in lat_buf (its count: lat_at - lat_off)
     ctr: np.ndarray  # K_* counters
     fsum: np.ndarray  # F_* float sums
     tl: np.ndarray  # timeline rows (cpu, start, end, state)

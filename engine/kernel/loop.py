@@ -615,23 +615,16 @@ def _account_idle(
     t_end: int,
     tab: Table,
 ) -> int:
-    """cpuidle_enter_state()'s bookkeeping after the state returns; gives last_residency_ns."""
-    res_ns, exit_ns, enabled = tab.res_ns, tab.exit_ns, tab.enabled
+    """cpuidle_enter_state()'s bookkeeping after the state returns; gives last_residency_ns.
+
+    Above: shorter than the state's target residency with an enabled state below it. Below:
+    otherwise, longer than its exit latency by at least the next enabled state's residency.
+    Counted without branches: which way a stay goes is the least predictable thing here."""
     diff = ret - start
     st[ST_USAGE, c, s] += 1
     st[ST_TIME, c, s] += diff
     st[ST_RESIDENT, c, s] += max(min(ret, t_end) - start, 0)
-    n = res_ns.shape[0]
-    if diff < res_ns[s]:
-        for i in range(s - 1, -1, -1):
-            if enabled[i]:
-                st[ST_ABOVE, c, s] += 1
-                break
-    elif diff > exit_ns[s]:
-        for i in range(s + 1, n):
-            if not enabled[i]:
-                continue
-            if diff - exit_ns[s] >= res_ns[i]:
-                st[ST_BELOW, c, s] += 1
-            break
+    res, lat = tab.res_ns[s], tab.exit_ns[s]
+    st[ST_ABOVE, c, s] += int(diff < res) & tab.has_shallower[s]
+    st[ST_BELOW, c, s] += int(diff >= res) & int(diff > lat) & int(diff - lat >= tab.deeper_res_ns[s])
     return diff
