@@ -113,6 +113,9 @@ class Run(Base):
         Index("ix_runs_status_created_at", "status", "created_at"),
         Index("ix_runs_unlisted_created_at", "unlisted", "created_at"),
         Index("ix_runs_config_hash_engine_version", "config_hash", "engine_version"),
+        # The queue caps' sums (per client and in all) over the active runs, read by every
+        # submission: covered by the index, however long the queue (migration 0010).
+        Index("ix_runs_status_client_expected_events", "status", "client", "expected_events"),
     )
 
     id: Mapped[str] = mapped_column(String(24), primary_key=True)

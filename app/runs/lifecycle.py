@@ -130,6 +130,9 @@ class QueueCaps:
 # How long a client at a cap is asked to wait: a guess at how long a worker takes to drain a
 # cap's worth of the smallest runs, not a measured figure.
 QUEUE_RETRY_AFTER_S = 30
+# The expected events of the active runs (`.where(Run.client == ...)` for one client's): read from
+# the covering index `ix_runs_status_client_expected_events`, not from the queued rows.
+ACTIVE_EVENTS = select(func.coalesce(func.sum(Run.expected_events), 0.0)).where(Run.status.in_(ACTIVE))
 
 
 @dataclass
@@ -150,7 +153,7 @@ class Submitter:
         """`TooManyRequests` when the specs would take this client past its queued events,
         `Busy` when they would take the whole queue past its own."""
         new = sum(spec.config.expected_events(spec.config.resolve_platform()) for spec in specs)
-        active = select(func.coalesce(func.sum(Run.expected_events), 0.0)).where(Run.status.in_(ACTIVE))
+        active = ACTIVE_EVENTS
         if self.client is not None:
             mine = float(session.scalar(active.where(Run.client == self.client)) or 0.0)
             if mine + new > self.caps.client_events:

@@ -1,6 +1,7 @@
 """An index per sortable summary column for the runs list: `(unlisted, sweep_id, <column>, id)`,
 the list query's filter, sort key and tie-breaker, so a page is an index walk and its total a
-covering count instead of a scan and sort of every run.
+covering count instead of a scan and sort of every run; and `(status, client, expected_events)`,
+which covers the queue caps' sums that every submission reads.
 
 Revision ID: 0010
 Revises: 0009
@@ -26,7 +27,11 @@ SORTABLE = (
 )  # fmt: skip
 
 
+CAPS_INDEX = "ix_runs_status_client_expected_events"
+
+
 def upgrade() -> None:
+    op.create_index(CAPS_INDEX, "runs", ["status", "client", "expected_events"])
     for name in SORTABLE:
         op.create_index(f"ix_runs_listed_{name}", "runs", ["unlisted", "sweep_id", name, "id"])
 
@@ -34,3 +39,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name in SORTABLE:
         op.drop_index(f"ix_runs_listed_{name}", table_name="runs")
+    op.drop_index(CAPS_INDEX, table_name="runs")
