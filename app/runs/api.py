@@ -142,15 +142,14 @@ def chart_names(run_id: str, session: SessionDep) -> dict[str, list[str]]:
 
 
 @router.get("/runs/{run_id}/charts/{name}", name="run_chart", responses=ERROR_RESPONSES)
-def run_chart(run_id: str, name: str, session: SessionDep) -> Response:
+async def run_chart(run_id: str, name: str, request: Request) -> Response:
     """A Plotly figure `{"data": [...], "layout": {...}}`; 404 for an unknown run or chart name,
-    or a run that has no result yet (its status says when to ask again)."""
+    or a run that has no result yet (its status says when to ask again). A finished run's from
+    memory, else built in the threadpool."""
     if name not in charts.CHARTS:
         raise NotFound(f"unknown chart {name!r}; charts are {', '.join(charts.CHARTS)}")
-    view = service.load_run_view(session, run_id)
-    if view.result is None:
-        raise NotFound(f"run {run_id!r} has no result yet (status {view.status!r})")
-    return json_response(charts.run_chart(name, view.result))
+    state = request.app.state
+    return await service.serve_chart(state.db_engine, state.artifacts, run_id, name)
 
 
 @router.post(
