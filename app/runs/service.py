@@ -374,12 +374,15 @@ class Artifacts:
         self._fresh_until = at + valid_s
 
 
-# Another process's delete is seen within this long (the change counter's poll period).
+# Another process's delete is seen within this long: the change counter is polled twice as often,
+# so the look that renews the LRU's freshness ends before the last one's lapses (with one look per
+# period, every hit in the window between them, while a look ran, paid a database read).
 DELETES_SEEN_WITHIN_S = 1.0
+DELETES_LOOK_EVERY_S = DELETES_SEEN_WITHIN_S / 2
 
 
 def watch_deletes(db: Engine, artifacts: Artifacts, stopping: threading.Event) -> None:
-    """Drop the cached answers of runs deleted by any process, until `stopping`: once a second the
+    """Drop the cached answers of runs deleted by any process, until `stopping`: twice a second the
     change counter is read (a primary-key read), and when it moved, which cached runs still exist
     and which cached notes changed (a run's note write moves the counter too).
     A look that fails leaves `artifacts` stale, so hits check the database until one succeeds."""
@@ -404,7 +407,7 @@ def watch_deletes(db: Engine, artifacts: Artifacts, stopping: threading.Event) -
             if not failing:  # once per episode, not a traceback a second
                 log.warning("cannot read the runs' change counter; reads check the database", exc_info=True)
             failing = True
-        if stopping.wait(max(0.0, at + DELETES_SEEN_WITHIN_S - time.monotonic())):
+        if stopping.wait(max(0.0, at + DELETES_LOOK_EVERY_S - time.monotonic())):
             return
 
 
