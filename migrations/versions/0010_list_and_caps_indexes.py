@@ -1,7 +1,7 @@
 """An index per sortable summary column for the runs list: `(unlisted, sweep_id, <column>, id)`,
 the list query's filter, sort key and tie-breaker, so a page is an index walk and its total a
-covering count instead of a scan and sort of every run; and `(status, client, expected_events)`,
-which covers the queue caps' sums that every submission reads.
+covering count instead of a scan and sort of every run; and `(status, client, expected_events)`
+over the active runs (partial), which covers the queue caps' sums that every submission reads.
 
 Revision ID: 0010
 Revises: 0009
@@ -10,6 +10,7 @@ Create Date: 2026-12-02 14:10:00.000000
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 # revision identifiers, used by Alembic.
@@ -27,11 +28,15 @@ SORTABLE = (
 )  # fmt: skip
 
 
-CAPS_INDEX = "ix_runs_status_client_expected_events"
+CAPS_INDEX = "ix_runs_active_client_expected_events"
+ACTIVE_WHERE = "status IN ('queued', 'running')"
 
 
 def upgrade() -> None:
-    op.create_index(CAPS_INDEX, "runs", ["status", "client", "expected_events"])
+    op.create_index(
+        CAPS_INDEX, "runs", ["status", "client", "expected_events"],
+        sqlite_where=sa.text(ACTIVE_WHERE), postgresql_where=sa.text(ACTIVE_WHERE),
+    )  # fmt: skip
     for name in SORTABLE:
         op.create_index(f"ix_runs_listed_{name}", "runs", ["unlisted", "sweep_id", name, "id"])
 

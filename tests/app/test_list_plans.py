@@ -55,4 +55,26 @@ def test_every_sort_walks_its_index(db_engine: Engine, sort: str, descending: bo
 def test_queue_caps_sums_read_only_their_index(db_engine: Engine) -> None:
     for statement in (ACTIVE_EVENTS, ACTIVE_EVENTS.where(Run.client == "127.0.0.1")):
         plan = _plan(db_engine, statement)
-        assert any("COVERING INDEX ix_runs_status_client_expected_events" in step for step in plan), plan
+        assert any("COVERING INDEX ix_runs_active_client_expected_events" in step for step in plan), plan
+
+
+def test_the_reuse_lookup_reads_by_config_hash(db_engine: Engine) -> None:
+    """`status = 'done'` must not send it to an index on the status (the caps' is partial)."""
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    seen: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        seen.append((statement, parameters))
+
+    event.listen(db_engine, "before_cursor_execute", record)
+    try:
+        with Session(db_engine) as session:
+            assert store.find_reusable(session, "0" * 64, "an-engine") is None
+    finally:
+        event.remove(db_engine, "before_cursor_execute", record)
+    statement, parameters = next((s, p) for s, p in seen if "config_hash" in s)
+    with db_engine.connect() as conn:
+        plan = [r[-1] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+    assert any("INDEX ix_runs_config_hash_engine_version" in step for step in plan), plan
