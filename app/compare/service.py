@@ -297,7 +297,9 @@ def _compared_metric(
 
 
 def measurement_ids(session: Session, ids: Sequence[str]) -> list[str]:
-    """Those of `ids` that name measurements (in their order)."""
+    """Those of `ids` that name measurements (in their order); no query for none."""
+    if not ids:
+        return []
     found = measurement_store.existing_ids(session, list(ids))
     return [i for i in ids if i in found]
 

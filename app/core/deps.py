@@ -47,11 +47,12 @@ async def get_db(request: Request) -> Engine:
     return request.app.state.db_engine  # type: ignore[no-any-return]
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
+    """Async, as it touches no database: a plain function would take a thread hop per request."""
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_run_events(request: Request) -> RunEvents:
+async def get_run_events(request: Request) -> RunEvents:
     return request.app.state.run_events  # type: ignore[no-any-return]
 
 

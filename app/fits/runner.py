@@ -277,7 +277,7 @@ def _reason(exc: InvalidInput | NotFound) -> str:
     return str(exc.detail)
 
 
-def get_fit_runner(request: Request) -> FitRunner:
+async def get_fit_runner(request: Request) -> FitRunner:
     return request.app.state.fit_runner  # type: ignore[no-any-return]
 
 

@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from app import charts
+from app.core.database import session_scope
 from app.core.deps import DbDep, RunEventsDep, SessionDep, SettingsDep
 from app.core.errors import ERROR_RESPONSES, NotFound
 from app.core.inputs import MAX_OFFSET, TEXT
@@ -19,7 +20,7 @@ from app.core.tokens import authorized
 from app.core.web import absolute, json_response, require_json
 from app.platforms.service import machine_config
 from app.runs import service, store
-from app.runs.lifecycle import SubmitterDep
+from app.runs.lifecycle import Submitted, SubmitterDep
 from app.runs.schemas import RunCreate, RunList, RunRead, RunStatus, RunSubmitted
 from app.runs.service import ArtifactsDep, ListCacheDep
 
@@ -35,7 +36,6 @@ router = APIRouter(prefix="/api", tags=["runs"])
 )
 async def create_run(
     request: Request,
-    session: SessionDep,
     submit: SubmitterDep,
     events: RunEventsDep,
     settings: SettingsDep,
@@ -50,15 +50,28 @@ async def create_run(
     The run is committed as `queued` before this answers. With `?wait=true` the answer comes when
     the run is done or failed (200, with `result`), or at the time-out (202, still running).
     """
-    submitted = await run_in_threadpool(
-        submit.config, session, body.config, title=body.title, unlisted=body.unlisted, repeats=body.repeats
-    )
+    factory = request.app.state.sessionmaker
+
+    def submit_run() -> Submitted:
+        # The whole submission in one trip to the threadpool (a session dependency would add two:
+        # its opening and its commit), on its own session.
+        with session_scope(factory) as session:
+            return submit.config(
+                session, body.config, title=body.title, unlisted=body.unlisted, repeats=body.repeats
+            )
+
+    submitted = await run_in_threadpool(submit_run)
     answer: dict[str, Any] = submitted.answer(absolute(request, service.run_path(submitted.id)))
     if not wait:
         return json_response(answer, 202)
     if submitted.status not in FINISHED:
         await events.wait(submitted.id, settings.wait_timeout_s)
-    view = await run_in_threadpool(service.load_run_view, session, submitted.id)
+
+    def load() -> service.RunView:
+        with session_scope(factory) as session:
+            return service.load_run_view(session, submitted.id)
+
+    view = await run_in_threadpool(load)
     answer.update(status=view.status, progress=view.summary["progress"], error=view.summary["error"])
     answer["result"] = orjson.Fragment(view.result_json) if view.result_json is not None else None
     return json_response(answer, 200 if view.status in FINISHED else 202)
@@ -142,15 +155,14 @@ def chart_names(run_id: str, session: SessionDep) -> dict[str, list[str]]:
 
 
 @router.get("/runs/{run_id}/charts/{name}", name="run_chart", responses=ERROR_RESPONSES)
-def run_chart(run_id: str, name: str, session: SessionDep) -> Response:
+async def run_chart(run_id: str, name: str, request: Request) -> Response:
     """A Plotly figure `{"data": [...], "layout": {...}}`; 404 for an unknown run or chart name,
-    or a run that has no result yet (its status says when to ask again)."""
+    or a run that has no result yet (its status says when to ask again). A finished run's from
+    memory, else built in the threadpool."""
     if name not in charts.CHARTS:
         raise NotFound(f"unknown chart {name!r}; charts are {', '.join(charts.CHARTS)}")
-    view = service.load_run_view(session, run_id)
-    if view.result is None:
-        raise NotFound(f"run {run_id!r} has no result yet (status {view.status!r})")
-    return json_response(charts.run_chart(name, view.result))
+    state = request.app.state
+    return await service.serve_chart(state.db_engine, state.artifacts, run_id, name)
 
 
 @router.post(

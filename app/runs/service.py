@@ -328,10 +328,13 @@ class Artifacts:
         """Pass to `put` as `read_after`: taken before the read of what is to be kept."""
         return self._drops
 
-    def put(self, run_id: str, kind: str, body: bytes, *, read_after: int | None = None) -> tuple[str, bytes]:
+    def put(
+        self, run_id: str, kind: str, body: bytes, *, read_after: int | None = None, etag: str | None = None
+    ) -> tuple[str, bytes]:
         """Keep a finished run's answer (unless a run was dropped since `read_after`: this one may
-        have been deleted after it was read); its (etag, body) either way."""
-        entry = (etag_of(body), body)
+        have been deleted after it was read); its (etag, body) either way. `etag`: the body's
+        `etag_of`, when the caller has it (hashing a page on the event loop delays every answer)."""
+        entry = (etag_of(body) if etag is None else etag, body)
         if len(body) > self.max_bytes:
             return entry
         with self._lock:
@@ -371,12 +374,15 @@ class Artifacts:
         self._fresh_until = at + valid_s
 
 
-# Another process's delete is seen within this long (the change counter's poll period).
+# Another process's delete is seen within this long: the change counter is polled twice as often,
+# so the look that renews the LRU's freshness ends before the last one's lapses (with one look per
+# period, every hit in the window between them, while a look ran, paid a database read).
 DELETES_SEEN_WITHIN_S = 1.0
+DELETES_LOOK_EVERY_S = DELETES_SEEN_WITHIN_S / 2
 
 
 def watch_deletes(db: Engine, artifacts: Artifacts, stopping: threading.Event) -> None:
-    """Drop the cached answers of runs deleted by any process, until `stopping`: once a second the
+    """Drop the cached answers of runs deleted by any process, until `stopping`: twice a second the
     change counter is read (a primary-key read), and when it moved, which cached runs still exist
     and which cached notes changed (a run's note write moves the counter too).
     A look that fails leaves `artifacts` stale, so hits check the database until one succeeds."""
@@ -401,7 +407,7 @@ def watch_deletes(db: Engine, artifacts: Artifacts, stopping: threading.Event) -
             if not failing:  # once per episode, not a traceback a second
                 log.warning("cannot read the runs' change counter; reads check the database", exc_info=True)
             failing = True
-        if stopping.wait(max(0.0, at + DELETES_SEEN_WITHIN_S - time.monotonic())):
+        if stopping.wait(max(0.0, at + DELETES_LOOK_EVERY_S - time.monotonic())):
             return
 
 
@@ -531,7 +537,7 @@ async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str,
     if entry is None or not artifacts.fresh:
         read_after = artifacts.drops()
 
-        def read() -> tuple[bool, tuple[str, bytes] | None, dict[str, Any] | None]:
+        def read() -> tuple[bool, tuple[str, bytes, str] | None, dict[str, Any] | None]:
             with db.connect() as conn:
                 note = None
                 if entry is not None:  # a hit while deletes are not known: exists? (and its note)
@@ -545,22 +551,24 @@ async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str,
                     row = store.get_row_and_note(conn, run_id)
                     if row is None:
                         return False, None, None
-                    return False, (row.status, run_view(row._mapping).to_json()), _note_of_row(row)
+                    body = run_view(row._mapping).to_json()
+                    return False, (row.status, body, etag_of(body)), _note_of_row(row)
                 made = answer(conn, run_id)
             if made is None:
                 return False, None, None
-            status, body = made
-            return False, (status, render_page(body) if isinstance(body, RunView) else body), note
+            status, stored = made
+            body = render_page(stored) if isinstance(stored, RunView) else stored
+            return False, (status, body, etag_of(body)), note
 
         cached, made, note = await run_in_threadpool(read)
         if not cached:
             if made is None:
                 raise NotFound(f"run {run_id!r} not found")
-            status, body = made
+            status, body, etag = made
             if status in FINISHED:
-                entry = artifacts.put(run_id, kind, body, read_after=read_after)
+                entry = artifacts.put(run_id, kind, body, read_after=read_after, etag=etag)
             else:
-                entry = (etag_of(body), body)
+                entry = (etag, body)
         if kind == "api":
             artifacts.keep_note(run_id, note)
     elif kind == "api":
@@ -578,6 +586,44 @@ async def serve(request: Request, db: Engine, artifacts: Artifacts, run_id: str,
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type=media_type, headers=headers)
+
+
+def _chart_answer(conn: Connection, run_id: str, name: str) -> tuple[str, bytes] | None:
+    """(status, the chart's JSON) of a run with a result; None if there is no such run."""
+    row = store.get_row(conn, run_id)
+    if row is None:
+        return None
+    view = run_view(row._mapping)
+    if view.result is None:
+        raise NotFound(f"run {run_id!r} has no result yet (status {view.status!r})")
+    return view.status, bytes(web.json_response(charts.run_chart(name, view.result)).body)
+
+
+async def serve_chart(db: Engine, artifacts: Artifacts, run_id: str, name: str) -> Response:
+    """A run's chart `name` (a known one) as Plotly JSON: a finished run's from the LRU like its
+    other answers (no database call on a hit while `artifacts` is fresh; a delete drops it), else
+    built from its row in the threadpool (the read, the result's parse and the figure)."""
+    kind = f"chart:{name}"
+    entry = artifacts.get(run_id, kind)
+    if entry is None or not artifacts.fresh:
+        read_after = artifacts.drops()
+
+        def read() -> tuple[str, bytes] | None:
+            with db.connect() as conn:
+                if entry is not None:  # a hit while deletes are not known: is it still there?
+                    return entry if store.exists(conn, run_id) else None
+                made = _chart_answer(conn, run_id, name)
+            if made is None:
+                return None
+            status, body = made
+            if status in FINISHED:
+                return artifacts.put(run_id, kind, body, read_after=read_after)
+            return etag_of(body), body
+
+        entry = await run_in_threadpool(read)
+        if entry is None:
+            raise NotFound(f"run {run_id!r} not found")
+    return Response(entry[1], media_type="application/json")
 
 
 async def get_artifacts(request: Request) -> Artifacts:

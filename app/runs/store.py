@@ -154,9 +154,12 @@ def existing(db: Connection, run_ids: Iterable[str]) -> set[str]:
     return found
 
 
+# Built once (an expanding parameter): a compare's read builds and looks up no statement.
+_ROWS = select(*_LIST_COLS, *_STORED).where(Run.id.in_(bindparam("run_ids", expanding=True)))
+
+
 def get_rows(session: Session, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
-    stmt = select(*_LIST_COLS, *_STORED).where(Run.id.in_(list(run_ids)))
-    return {row.id: row for row in session.connection().execute(stmt)}
+    return {row.id: row for row in session.connection().execute(_ROWS, {"run_ids": list(run_ids)})}
 
 
 @dataclass(frozen=True)

@@ -181,3 +181,55 @@ def test_pages_of_another_render_version_are_stored_again_in_the_background(app_
     row = _row(app, run_id)
     assert row.page_version == render_version() and b"old page, new page" in row.page
     assert lifecycle.rerender_stale_pages(app.state.sessionmaker, threading.Event(), pause_s=0) == 0
+
+
+def test_a_finished_runs_charts_come_from_memory_until_it_is_deleted(app_client: Any) -> None:
+    from sqlalchemy import event
+
+    run_id, token = done_run(app_client.app)
+    path = f"/api/runs/{run_id}/charts/residency"
+    first = app_client.get(path)
+    assert first.status_code == 200 and first.json()["data"]
+    seen: list[str] = []
+    engine = app_client.app.state.db_engine
+
+    def record(*args: Any) -> None:
+        seen.append(args[2])
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        deadline = time.monotonic() + 5
+        while not app_client.app.state.artifacts.fresh and time.monotonic() < deadline:
+            time.sleep(0.05)  # the delete watch's first look
+        seen.clear()
+        again = app_client.get(path)
+        # Neither the row nor an existence check (the delete watch's own reads may run meanwhile).
+        reads = [s for s in seen if "runs.result" in s or "WHERE runs.id = ?" in s]
+        assert again.content == first.content and not reads, reads
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert app_client.delete(f"/api/runs/{run_id}", headers={"X-Delete-Token": token}).status_code == 204
+    assert app_client.get(path).status_code == 404  # at once: the delete dropped it
+
+
+def test_a_cached_chart_of_a_run_deleted_elsewhere_is_404_within_a_second(app_client: Any) -> None:
+    run_id, _ = done_run(app_client.app)
+    path = f"/api/runs/{run_id}/charts/latency_cdf"
+    assert app_client.get(path).status_code == 200  # now in the LRU
+    with session_scope(app_client.app.state.sessionmaker) as session:  # deleted behind the API's back
+        session.execute(Run.__table__.delete().where(Run.id == run_id))
+    time.sleep(DELETES_SEEN_WITHIN_S + 0.2)
+    assert app_client.get(path).status_code == 404
+
+
+def test_a_chart_of_a_run_without_a_result_says_so_and_is_not_kept(app_client: Any) -> None:
+    from app.runs import lifecycle
+    from engine import SimConfig
+
+    with session_scope(app_client.app.state.sessionmaker) as session:
+        spec = lifecycle.RunSpec(SimConfig.model_validate(small_config()))
+        run_id = lifecycle.add(session, spec).id
+    r = app_client.get(f"/api/runs/{run_id}/charts/residency")
+    assert r.status_code == 404 and "no result yet" in r.text
+    assert app_client.get(f"/api/runs/{run_id}/charts/nope").status_code == 404
+    assert app_client.app.state.artifacts.get(run_id, "chart:residency") is None

@@ -240,3 +240,39 @@ def test_the_change_counter_moves_only_when_runs_change(app_client: Any) -> None
     assert added > before
     assert runner.recover(unclaimed=False) == 1
     assert changes() > added
+
+
+def test_the_lru_stays_fresh_between_looks_even_when_a_look_is_slow(tmp_path: Path, monkeypatch: Any) -> None:
+    """The look that renews the freshness ends before the last one's lapses: hits never fall back
+    to the database in the window while the change counter is read (here a 100 ms read)."""
+    from app.core.database import upgrade_db
+    from app.runs import service
+
+    url = sqlite_url(tmp_path / "fresh.db")
+    upgrade_db(url)
+    db_engine = make_db_engine(url)
+    changes = store.changes
+
+    def slow_changes(conn: Any) -> int:
+        time.sleep(0.1)
+        return changes(conn)
+
+    monkeypatch.setattr(store, "changes", slow_changes)
+    lru, stopping = Artifacts(max_bytes=1000), threading.Event()
+    watch = threading.Thread(target=service.watch_deletes, args=(db_engine, lru, stopping), daemon=True)
+    watch.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not lru.fresh and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert lru.fresh
+        stale = 0
+        until = time.monotonic() + 3 * DELETES_SEEN_WITHIN_S
+        while time.monotonic() < until:
+            stale += not lru.fresh
+            time.sleep(0.005)
+        assert stale == 0
+    finally:
+        stopping.set()
+        watch.join(5)
+        db_engine.dispose()
