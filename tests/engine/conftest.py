@@ -31,6 +31,19 @@ QUIET_WAKEUPS: dict[str, Any] = {
 }
 
 
+# A load class's other sources, beside the one a test looks at (timers, bursts, follow-ups).
+LOAD_BESIDE: dict[str, Any] = {
+    "timers": [{"kind": "timer_wheel", "period_us": 20_000.0}, {"kind": "hrtimer", "period_us": 3_000.0}],
+    "bursts": {
+        "quiet_rate_hz": 50.0,
+        "burst_rate_hz": 5_000.0,
+        "burst_mean_us": 500.0,
+        "quiet_mean_ms": 50.0,
+    },
+    "follow_ups": {"probability": 0.3},
+}
+
+
 def deep_update(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """`base` with `overrides` merged in, nested dicts merged key by key (lists replaced)."""
     out = dict(base)

@@ -11,20 +11,11 @@ import pytest
 from engine import SimConfig, simulate
 from engine.load import draw_load
 from engine.load_config import PollingWork
+from tests.engine.conftest import LOAD_BESIDE as OTHER
 from tests.engine.conftest import make_config, quiet, simulate_uncompiled
 
 T_END = 20_000_000_000  # 20 s
 POLLS = {"period_us": 50_000.0, "jitter": 0.0, "sleep_us": 50.0, "sleeps_mean": 10.0}
-OTHER = {
-    "timers": [{"kind": "timer_wheel", "period_us": 20_000.0}, {"kind": "hrtimer", "period_us": 3_000.0}],
-    "bursts": {
-        "quiet_rate_hz": 50.0,
-        "burst_rate_hz": 5_000.0,
-        "burst_mean_us": 500.0,
-        "quiet_mean_ms": 50.0,
-    },
-    "follow_ups": {"probability": 0.3},
-}
 
 
 def _config(*classes: dict[str, Any], hz: int = 1000, cores: int = 4, ms: float = 10.0) -> SimConfig:
