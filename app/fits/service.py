@@ -39,8 +39,8 @@ from engine.twin.fit import (
     CrossValidation,
     Distance,
     HistoryPoint,
-    Miss,
 )
+from engine.twin.objective import Miss
 
 # fit_twin's HZ when the dump does not say (collect reads CONFIG_HZ; pepc's dumps lack it): an
 # assumption, shown as one.

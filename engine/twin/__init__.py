@@ -7,7 +7,8 @@ them; `evaluate_batch` is the task a worker runs. Imports SciPy (the optimizer) 
 """
 
 from engine.twin.counters import CounterError, Figures, MachineCounters, StateFigures, figures
-from engine.twin.fit import FitResult, check_budget, evaluate, evaluate_batch, fit_twin, goal_misses
+from engine.twin.fit import FitResult, check_budget, evaluate, evaluate_batch, fit_twin
+from engine.twin.objective import goal_misses
 from engine.twin.unfit import Unfit, unfit_reasons
 
 __all__ = [

@@ -38,9 +38,21 @@ from engine.twin.counters import (
     cpu_classes,
     figures,
     most_different_cpu,
-    structural_ratios,
 )
-from engine.twin.model import LoadMap, quiet_wakeups
+from engine.twin.model import LoadMap, foreseen_stays_us, quiet_wakeups
+from engine.twin.objective import (
+    MISSING_ERROR,
+    SHARE_MIN_ENTRIES,
+    TOLERANCE,
+    WEIGHTS,
+    Miss,
+    Term,
+    distance_of,
+    goal_misses,
+    objective_terms,
+    term_error,
+    term_key,
+)
 
 MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 100, 20_000, 3_000
 DEFAULT_SAMPLE = 16
@@ -57,36 +69,6 @@ TASK_SECONDS = 0.15  # a map task runs at least this much simulation (batched ev
 MIN_TASKS_PER_GENERATION = 8
 TASK_MULTIPLE = 4  # tasks per generation: balanced on one, two or four workers
 
-# The goal (issue 21, section 4) and the objective's tolerances: each figure's error is divided
-# by its tolerance, so 1 is the edge of the goal.
-SHARE_MIN_FOR_RATIOS = 0.05  # states with at least 5% of entries: ratios and mean stay judged
-SHARE_MIN_ENTRIES = 0.01  # entry share in the objective from 1% of entries
-# A state whose stays the governor foresaw (foreseen_stays_us; choices, not kernel facts): from 5%
-# of the entries (the goal's threshold for a state's ratios), the above ratio within the goal's
-# 0.10 of 0, and at most 15% of its stays reaching the next state's target residency.
-FORESEEN_MIN_SHARE = 0.05
-FORESEEN_MAX_ABOVE = 0.10
-FORESEEN_MAX_BELOW = 0.15
-TIME_SHARE_MIN = 0.01
-TOLERANCE = {
-    "entry_share": 0.05,
-    "time_share": 0.02,
-    "above_ratio": 0.10,
-    "below_ratio": 0.10,
-    "mean_stay_us": 0.25,  # relative
-    "entries_per_idle_s": 0.20,  # relative
-}
-WEIGHTS = {
-    "entry_share": 1.0,
-    "time_share": 1.0,
-    "above_ratio": 1.0,
-    "below_ratio": 1.0,
-    "mean_stay_us": 1.0,
-    "entries_per_idle_s": 2.0,
-}
-RELATIVE = {"mean_stay_us", "entries_per_idle_s"}
-WORST_TERM_WEIGHT = 0.5
-MISSING_ERROR = 10.0  # a figure the simulation has no value for (a state it never entered)
 RATE_SPAN = 5.0  # loads this far off the measured entry rate are refused without a simulation
 OFF_RATE_DISTANCE = MISSING_ERROR**2 + 1.0
 
@@ -96,14 +78,6 @@ Progress = Callable[[dict[str, Any]], bool | None]
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Miss(_Model):
-    state: str | None  # None: a figure of the whole machine
-    figure: str
-    measured: float
-    fitted: float | None
-    tolerance: float  # absolute, or relative for mean_stay_us and entries_per_idle_s
 
 
 class Distance(_Model):
@@ -146,72 +120,6 @@ class FitResult(_Model):
     config: dict[str, Any]  # the fitted SimConfig on the whole machine (an ordinary run config)
     check_seed: int
     goal_met: bool
-
-
-# ------------------------------------------------------------------------------------ objective
-
-
-class Term(NamedTuple):
-    state: str | None
-    figure: str
-    measured: float
-
-
-def objective_terms(measured: Figures, disabled: Sequence[bool]) -> list[Term]:
-    """The figures the objective compares for one class: every state's entry share from 1% of
-    entries; above and below ratios (not structurally 0) and the mean stay from 5%; the time
-    share from 1% of idle time; the entries per idle second."""
-    above_fixed, below_fixed = structural_ratios(disabled)
-    terms = []
-    for s, (name, f) in enumerate(measured.states.items()):
-        if f.entry_share >= SHARE_MIN_ENTRIES:
-            terms.append(Term(name, "entry_share", f.entry_share))
-        if f.entry_share >= SHARE_MIN_FOR_RATIOS:
-            if not above_fixed[s] and f.above_ratio is not None:
-                terms.append(Term(name, "above_ratio", f.above_ratio))
-            if not below_fixed[s] and f.below_ratio is not None:
-                terms.append(Term(name, "below_ratio", f.below_ratio))
-            if f.mean_stay_us is not None:
-                terms.append(Term(name, "mean_stay_us", f.mean_stay_us))
-        if f.time_share >= TIME_SHARE_MIN:
-            terms.append(Term(name, "time_share", f.time_share))
-    terms.append(Term(None, "entries_per_idle_s", measured.entries_per_idle_s))
-    return terms
-
-
-def _value(f: Figures, term: Term) -> float | None:
-    if term.state is None:
-        return float(getattr(f, term.figure))
-    value = getattr(f.states[term.state], term.figure)
-    return None if value is None else float(value)
-
-
-def term_error(fitted: Figures, term: Term) -> float:
-    """The figure's error in units of its tolerance (relative figures on a log scale)."""
-    value = _value(fitted, term)
-    tol = TOLERANCE[term.figure]
-    if value is None:
-        return MISSING_ERROR
-    if term.figure in RELATIVE:
-        if value <= 0 or term.measured <= 0:
-            return MISSING_ERROR
-        return math.log(value / term.measured) / math.log(1.0 + tol)
-    return (value - term.measured) / tol
-
-
-def distance_of(fitted: Figures, terms: Sequence[Term]) -> float:
-    """Weighted mean squared error over the terms (1: every figure at the edge of its tolerance),
-    plus WORST_TERM_WEIGHT times the largest squared error: the goal asks every figure to be
-    within its tolerance, so one figure far off must cost more than several slightly off."""
-    errors = [min(abs(term_error(fitted, t)), MISSING_ERROR) ** 2 for t in terms]
-    mean = sum(WEIGHTS[t.figure] * e for t, e in zip(terms, errors, strict=True)) / sum(
-        WEIGHTS[t.figure] for t in terms
-    )
-    return mean + WORST_TERM_WEIGHT * max(errors)
-
-
-def _term_key(t: Term) -> str:
-    return t.figure if t.state is None else f"{t.state}.{t.figure}"
 
 
 # ------------------------------------------------------------------------------ the evaluation
@@ -590,7 +498,7 @@ def fit_twin(
         fitted=fitted,
         distance=Distance(
             total=class_distance(whole, sim),
-            per_figure={_term_key(t): term_error(fitted, t) ** 2 for t in machine_terms},
+            per_figure={term_key(t): term_error(fitted, t) ** 2 for t in machine_terms},
         ),
         misses=misses,
         cross_validation=CrossValidation(
@@ -608,29 +516,6 @@ def fit_twin(
     )
 
 
-def foreseen_stays_us(
-    measured: Figures, table: Platform, disabled: Sequence[bool]
-) -> tuple[tuple[float, float], ...]:
-    """A sleep range per state whose stays the governor foresaw, at most two, the most entered
-    first: a state (not POLL, not the deepest enabled) with at least
-    FORESEEN_MIN_SHARE of the entries, few of its stays shorter than its target residency (above
-    ratio at most FORESEEN_MAX_ABOVE) and few reaching the next state's (below ratio at most
-    FORESEEN_MAX_BELOW), as the ends of sleeps the governor sees make them; the range is half to
-    twice the state's mean stay."""
-    enabled = [i for i, d in enumerate(disabled) if not d]
-    found = []
-    for i in enabled[:-1]:
-        state = table.states[i]
-        f = measured.states[state.name]
-        if state.is_poll or f.entry_share < FORESEEN_MIN_SHARE or f.mean_stay_us is None:
-            continue
-        if (f.above_ratio or 0.0) <= FORESEEN_MAX_ABOVE and (f.below_ratio or 0.0) <= FORESEEN_MAX_BELOW:
-            low, high = max(f.mean_stay_us / 2, 5.0), min(f.mean_stay_us * 2, 20_000.0)
-            found.append((f.entry_share, (low, high)))
-    found.sort(key=lambda e: -e[0])
-    return tuple(r for _, r in found[:2])
-
-
 def check_configs(config: SimConfig, runs: int) -> list[SimConfig]:
     """The final check's `runs` runs of config: its seed, then the next ones (their counters go
     side by side, as one machine)."""
@@ -640,42 +525,6 @@ def check_configs(config: SimConfig, runs: int) -> list[SimConfig]:
 def builtins_map(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
     """The default `map`: serial, in this process."""
     return [fn(item) for item in items]
-
-
-def goal_misses(measured: Figures, fitted: Figures, disabled: Sequence[bool]) -> list[Miss]:
-    """What misses the goal (issue 21, section 4) on whole-machine figures: for states with >= 5%
-    of entries the entry share within 5 pp, above and below within 0.10 (where not structurally
-    0), the mean stay within 25%; for states with >= 1% of idle time the time share within 2 pp;
-    the entries per idle second within 20%."""
-    above_fixed, below_fixed = structural_ratios(disabled)
-    out = []
-
-    def judge(state: str | None, figure: str, m: float | None, f: float | None) -> None:
-        if m is None:
-            return
-        tol = TOLERANCE[figure]
-        if f is None:
-            ok = False
-        elif figure in RELATIVE:
-            ok = m > 0 and abs(f / m - 1.0) <= tol
-        else:
-            ok = abs(f - m) <= tol + 1e-12
-        if not ok:
-            out.append(Miss(state=state, figure=figure, measured=m, fitted=f, tolerance=tol))
-
-    for s, (name, m) in enumerate(measured.states.items()):
-        f = fitted.states[name]
-        if m.entry_share >= SHARE_MIN_FOR_RATIOS:
-            judge(name, "entry_share", m.entry_share, f.entry_share)
-            if not above_fixed[s]:
-                judge(name, "above_ratio", m.above_ratio, f.above_ratio)
-            if not below_fixed[s]:
-                judge(name, "below_ratio", m.below_ratio, f.below_ratio)
-            judge(name, "mean_stay_us", m.mean_stay_us, f.mean_stay_us)
-        if m.time_share >= TIME_SHARE_MIN:
-            judge(name, "time_share", m.time_share, f.time_share)
-    judge(None, "entries_per_idle_s", measured.entries_per_idle_s, fitted.entries_per_idle_s)
-    return out
 
 
 # ------------------------------------------------------------------------------------- helpers

@@ -27,6 +27,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from engine.platforms import Platform
+from engine.twin.counters import Figures
+
 # Fixed parts of the load (labelled estimates, not fitted: the counters cannot tell them apart
 # from the hrtimer's period and the quiet rate, which are).
 WHEEL_PERIOD_US = 2_000_000.0
@@ -220,3 +223,34 @@ def quiet_wakeups(hz: int) -> dict[str, Any]:
         "ipis": {"rate_hz": 0.0},
         "sched_wakeups": {"rate_hz": 0.0},
     }
+
+
+# A state whose stays the governor foresaw (foreseen_stays_us; choices, not kernel facts): from 5%
+# of the entries (the goal's threshold for a state's ratios), the above ratio within the goal's
+# 0.10 of 0, and at most 15% of its stays reaching the next state's target residency.
+FORESEEN_MIN_SHARE = 0.05
+FORESEEN_MAX_ABOVE = 0.10
+FORESEEN_MAX_BELOW = 0.15
+
+
+def foreseen_stays_us(
+    measured: Figures, table: Platform, disabled: Sequence[bool]
+) -> tuple[tuple[float, float], ...]:
+    """A sleep range per state whose stays the governor foresaw, at most two, the most entered
+    first: a state (not POLL, not the deepest enabled) with at least
+    FORESEEN_MIN_SHARE of the entries, few of its stays shorter than its target residency (above
+    ratio at most FORESEEN_MAX_ABOVE) and few reaching the next state's (below ratio at most
+    FORESEEN_MAX_BELOW), as the ends of sleeps the governor sees make them; the range is half to
+    twice the state's mean stay."""
+    enabled = [i for i, d in enumerate(disabled) if not d]
+    found = []
+    for i in enabled[:-1]:
+        state = table.states[i]
+        f = measured.states[state.name]
+        if state.is_poll or f.entry_share < FORESEEN_MIN_SHARE or f.mean_stay_us is None:
+            continue
+        if (f.above_ratio or 0.0) <= FORESEEN_MAX_ABOVE and (f.below_ratio or 0.0) <= FORESEEN_MAX_BELOW:
+            low, high = max(f.mean_stay_us / 2, 5.0), min(f.mean_stay_us * 2, 20_000.0)
+            found.append((f.entry_share, (low, high)))
+    found.sort(key=lambda e: -e[0])
+    return tuple(r for _, r in found[:2])

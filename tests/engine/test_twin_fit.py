@@ -305,7 +305,8 @@ def test_a_generation_is_cut_into_even_tasks_without_the_refused_loads() -> None
     # A generation waits for its slowest task: the loads refused for their rate (no simulation)
     # are answered without a task, and the simulations go out as a multiple of four tasks whose
     # sizes differ by one at most.
-    from engine.twin.fit import OFF_RATE_DISTANCE, Problem, Term, _BatchedMap, off_rate_distance
+    from engine.twin.fit import OFF_RATE_DISTANCE, Problem, _BatchedMap, off_rate_distance
+    from engine.twin.objective import Term
 
     rate = lambda hz: (Term(None, "entries_per_idle_s", hz),)  # noqa: E731
     problem = Problem(

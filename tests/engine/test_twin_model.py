@@ -10,8 +10,7 @@ import pytest
 from engine import SimConfig
 from engine.load_config import LoadClass
 from engine.twin.counters import Figures, StateFigures
-from engine.twin.fit import foreseen_stays_us
-from engine.twin.model import LoadMap
+from engine.twin.model import LoadMap, foreseen_stays_us
 
 
 def _state(share: float, above: float, below: float, stay_us: float) -> StateFigures:
